@@ -1,0 +1,72 @@
+"""Evaluate a list of submissions, each exactly once, under a lock, with progress.
+
+A submission that already has a result is skipped unless a re-run is asked for; one that another
+runner process holds is skipped; a runner problem leaves it pending and is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import images
+from .evaluate import RunnerConfig, RunnerError, evaluate
+from .model import Phase, Submission
+from .sandbox import DockerSandbox, SandboxError
+from .store import Store
+
+
+@dataclass(frozen=True)
+class JobReport:
+    submission: str
+    status: str  # succeeded, failed, skipped (has a result), busy (another runner), error (still pending)
+    detail: str = ""
+    result_path: Path | None = None
+
+
+def evaluation_image(phase: Phase, store: Store, sandbox: DockerSandbox, base: str | None) -> str:
+    """The phase's pinned evaluation image, or one built from the challenge's evaluation/ folder."""
+    if phase.evaluation_image:
+        return phase.evaluation_image
+    folder = store.base / phase.challenge / "evaluation"
+    if not (folder / "Dockerfile").is_file():
+        raise RunnerError(f"{phase.challenge}/{phase.slug}: no evaluation_image and no {folder}/Dockerfile")
+    try:
+        return images.build(sandbox.client, folder, name=f"challenge-eval/{phase.challenge}", base=base)
+    except SandboxError as exc:
+        raise RunnerError(str(exc)) from None
+
+
+def run_jobs(submissions: Iterable[Submission], *, store: Store, sandbox: DockerSandbox,
+             config: RunnerConfig, base: str | None = None, rerun: bool = False,
+             on_done: Callable[[JobReport], None] = lambda report: None) -> list[JobReport]:
+    built: dict[tuple[str, str], str] = {}
+    reports = []
+    for submission in submissions:
+        report = _run_one(submission, store=store, sandbox=sandbox, config=config, base=base,
+                          rerun=rerun, built=built)
+        on_done(report)
+        reports.append(report)
+    return reports
+
+
+def _run_one(submission: Submission, *, store: Store, sandbox: DockerSandbox, config: RunnerConfig,
+             base: str | None, rerun: bool, built: dict[tuple[str, str], str]) -> JobReport:
+    with store.lock(submission) as held:
+        if not held:
+            return JobReport(submission.key, "busy", "another runner is evaluating it")
+        if store.result_path(submission).exists() and not rerun:
+            return JobReport(submission.key, "skipped", "already has a result (use --rerun to replace it)",
+                             store.result_path(submission))
+        try:
+            phase = store.phase(submission.challenge, submission.phase)
+            key = (phase.challenge, phase.slug)
+            if key not in built:
+                built[key] = evaluation_image(phase, store, sandbox, base)
+            result = evaluate(submission, store=store, backend=sandbox, config=config,
+                              evaluation_image=built[key])
+        except RunnerError as exc:
+            return JobReport(submission.key, "error", f"{exc} (left pending)")
+        path = store.write_result(submission, result)
+        return JobReport(submission.key, result.status, result.error or "", path)

@@ -1,0 +1,117 @@
+"""A phase's leaderboard from its results, with grand-challenge.org's ranking semantics.
+
+Pure functions over plain data (see ../shared/reference/README.md, "grand-challenge.org
+leaderboard ranking"): per ranked metric a standard competition rank (1, 2, 2, 4); "absolute" ranks
+on the score alone, "mean"/"median" combine the per-metric ranks; a result missing any ranked
+metric is unranked, never first; "best" ranks everything, keeps each participant's best, ranks again.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+import jsonpath_ng
+
+from .model import Column, Phase, Result
+
+
+@dataclass(frozen=True)
+class Row:
+    participant: str
+    submission: str
+    created_at: str
+    values: tuple[float | None, ...]  # one per phase column, in phase.columns order
+    errors: tuple[float | None, ...]
+    rank: int | None = None
+    rank_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    phase: Phase
+    rows: list[Row]  # ranked first (by rank), then unranked
+    failed: list[Result] = field(default_factory=list)
+
+
+def lookup(metrics: Any, path: str | None) -> float | None:
+    """The number at a JSONPath, or None when absent, not a number, or not finite."""
+    if path is None or metrics is None:
+        return None
+    matches = _compiled(path).find(metrics)
+    if not matches:
+        return None
+    value = matches[0].value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@cache
+def _compiled(path: str):
+    return jsonpath_ng.parse(path)
+
+
+def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
+    """Standard competition ranking: equal values share the lowest rank, the next rank skips."""
+    keyed = [-v if descending else v for v in values]
+    return [1 + sum(other < mine for other in keyed) for mine in keyed]
+
+
+def rank_rows(rows: list[Row], columns: Sequence[Column], method: str) -> list[Row]:
+    """Rank rows on the ranked columns; rows missing any ranked value stay unranked."""
+    ranked_idx = [i for i, c in enumerate(columns) if i == 0 or not c.exclude_from_ranking]
+    complete = [r for r in rows if all(r.values[i] is not None for i in ranked_idx)]
+    incomplete = [replace(r, rank=None, rank_score=None) for r in rows if r not in complete]
+    if not complete:
+        return incomplete
+    per_metric = [competition_ranks([r.values[i] for r in complete], descending=columns[i].order == "desc")
+                  for i in ranked_idx]
+    if method == "absolute":
+        scores = [float(rank) for rank in per_metric[0]]
+    else:
+        combine = statistics.mean if method == "mean" else statistics.median
+        scores = [float(combine(ranks)) for ranks in zip(*per_metric)]
+    final = competition_ranks(scores, descending=False)
+    ranked = [replace(r, rank=k, rank_score=s) for r, k, s in zip(complete, final, scores)]
+    ranked.sort(key=lambda r: (r.rank, r.created_at))
+    return ranked + incomplete
+
+
+def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
+    succeeded = [r for r in results if r.status == "succeeded"]
+    rows = [_row(phase.columns, r) for r in succeeded]
+    method, display = phase.scoring_method_choice, phase.result_display_choice
+    if display == "most_recent":
+        rows = _keep_per_participant(rows, key=lambda r: r.created_at, newest=True)
+    rows = rank_rows(rows, phase.columns, method)
+    if display == "best":
+        best = _keep_per_participant([r for r in rows if r.rank is not None], key=lambda r: r.rank, newest=False)
+        unranked = [r for r in rows if r.rank is None and r.participant not in {b.participant for b in best}]
+        rows = rank_rows(best, phase.columns, method) + _keep_per_participant(
+            unranked, key=lambda r: r.created_at, newest=True)
+    failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
+    return Leaderboard(phase, rows, failed)
+
+
+def _row(columns: Sequence[Column], result: Result) -> Row:
+    return Row(
+        participant=result.participant,
+        submission=result.submission,
+        created_at=result.created_at,
+        values=tuple(lookup(result.metrics, c.path) for c in columns),
+        errors=tuple(lookup(result.metrics, c.error_path) for c in columns),
+    )
+
+
+def _keep_per_participant(rows: list[Row], *, key, newest: bool) -> list[Row]:
+    kept: dict[str, Row] = {}
+    for row in rows:
+        held = kept.get(row.participant)
+        if held is None or (key(row) > key(held) if newest else key(row) < key(held)):
+            kept[row.participant] = row
+    return [r for r in rows if kept.get(r.participant) is r]

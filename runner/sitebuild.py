@@ -1,0 +1,59 @@
+"""Run a site builder (MkDocs or Zensical) over the staging folder that `pages` generated."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+BUILDERS = ("mkdocs", "zensical")
+
+
+class BuildError(RuntimeError):
+    """The site builder failed; the message holds its last error line."""
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """The two folders mkdocs.yml names: where pages are staged and where the site is written."""
+
+    root: Path
+    stage: Path
+    site: Path
+    templates: Path
+    assets: Path
+
+    @classmethod
+    def read(cls, root: Path) -> SiteConfig:
+        path = root / "mkdocs.yml"
+        if not path.is_file():
+            raise BuildError(f"{path} not found: run from the repository root or pass --root")
+        # mkdocs.yml may carry !!python/name tags for Markdown extensions: read them as plain data.
+        loader = type("Loader", (yaml.SafeLoader,), {})
+        loader.add_multi_constructor("", lambda _loader, _suffix, _node: None)
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
+        return cls(root=root, stage=root / config.get("docs_dir", "docs"), site=root / config.get("site_dir", "site"),
+                   templates=root / "site" / "templates", assets=root / "site" / "assets")
+
+
+def build_site(config: SiteConfig, builder: str = "mkdocs") -> Path:
+    """Build the staged pages into the site folder with the chosen builder."""
+    if builder == "mkdocs":
+        cmd = [sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", "mkdocs.yml"]
+    elif builder == "zensical":
+        exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))
+        cmd = [exe, "build", "--clean", "-f", "mkdocs.yml"]
+    else:
+        raise BuildError(f"unknown site builder {builder!r}; choose one of {', '.join(BUILDERS)}")
+    try:
+        done = subprocess.run(cmd, cwd=config.root, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise BuildError(f"{builder} is not installed (pip install {builder})") from None
+    if done.returncode != 0:
+        lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        raise BuildError(f"{builder} build failed: {lines[-1] if lines else 'no output'}")
+    return config.site
