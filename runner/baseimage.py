@@ -68,6 +68,9 @@ def build_offline(client: docker.DockerClient, tag: str) -> None:
     if shutil.which("debootstrap") is None:
         raise SandboxError("no registry answers and debootstrap is not installed: "
                            "install it (apt-get install debootstrap) or set CHALLENGE_BASE_IMAGE")
+    if os.geteuid() != 0:
+        raise SandboxError("no registry answers and building the offline base needs root (debootstrap): "
+                           "run once as root or set CHALLENGE_BASE_IMAGE")
     with tempfile.TemporaryDirectory(prefix="challenge-base-") as tmp:
         root = Path(tmp) / "rootfs"
         cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(root), apt_mirror()]
@@ -75,11 +78,10 @@ def build_offline(client: docker.DockerClient, tag: str) -> None:
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise SandboxError(f"debootstrap failed: {tail[0]}")
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        try:
-            client.images.import_image(src=tar.stdout, repository=tag.split(":")[0], tag=tag.split(":")[1])
-        finally:
-            tar.wait()
+        archive = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(root), "-cf", str(archive), "."], check=True)
+        repository, tag_name = tag.split(":")
+        client.api.import_image_from_file(str(archive), repository=repository, tag=tag_name)
 
 
 def apt_mirror() -> str:

@@ -25,8 +25,8 @@ from .sandbox import DockerSandbox, SandboxError
 from .sitebuild import BUILDERS, BuildError, SiteConfig, build_site
 from .store import Store
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 
 class UsageError(RuntimeError):
@@ -81,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="generate pages, then build the static site")
     b.add_argument("--builder", choices=BUILDERS, default="mkdocs")
     b.add_argument("--pages-only", action="store_true", help="only generate the staging folder")
+    b.add_argument("--strict", action="store_true", help="fail on warnings such as broken links")
     b.set_defaults(func=cmd_build)
 
     s = sub.add_parser("serve", help="serve the site, regenerating pages as you edit")
@@ -188,7 +189,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.pages_only:
         out.print(f"pages generated in {config.stage}")
         return 0
-    site = build_site(config, args.builder)
+    site = build_site(config, args.builder, strict=args.strict)
     out.print(f"site built in {site}")
     return 0
 

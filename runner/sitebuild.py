@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -40,8 +41,9 @@ class SiteConfig:
                    templates=root / "site" / "templates", assets=root / "site" / "assets")
 
 
-def build_site(config: SiteConfig, builder: str = "mkdocs") -> Path:
-    """Build the staged pages into the site folder with the chosen builder."""
+def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = False) -> Path:
+    """Build the staged pages into the site folder with the chosen builder; `strict` turns
+    warnings (broken links in organizers' pages) into failures."""
     if builder == "mkdocs":
         cmd = [sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", "mkdocs.yml"]
     elif builder == "zensical":
@@ -49,8 +51,11 @@ def build_site(config: SiteConfig, builder: str = "mkdocs") -> Path:
         cmd = [exe, "build", "--clean", "-f", "mkdocs.yml"]
     else:
         raise BuildError(f"unknown site builder {builder!r}; choose one of {', '.join(BUILDERS)}")
+    if strict:
+        cmd.append("--strict")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     try:
-        done = subprocess.run(cmd, cwd=config.root, capture_output=True, text=True, check=False)
+        done = subprocess.run(cmd, cwd=config.root, capture_output=True, text=True, check=False, env=env)
     except FileNotFoundError:
         raise BuildError(f"{builder} is not installed (pip install {builder})") from None
     if done.returncode != 0:

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine with Docker: system tools (when root),
+# then a virtual environment in .venv with the package and its test dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)   # offline Python base image when no registry answers
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing system packages: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "note: missing ${need[*]}; install them (or set CHALLENGE_BASE_IMAGE to a Python image you have)" >&2
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[test]"

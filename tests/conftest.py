@@ -1,0 +1,89 @@
+"""Shared fixtures: the real Docker engine, a Python base image built once, and a copy of the repo.
+
+Without a reachable engine the Docker tests are skipped, except under CI (CI=true), where a
+missing engine fails the run: a green run that skipped the real engine would prove nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import docker
+import pytest
+
+from runner.baseimage import ensure_base
+from runner.demo import prepare_workspace
+from runner.images import context_hash
+from runner.sandbox import DockerSandbox
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGES = Path(__file__).parent / "images"
+CHALLENGE = "ellipsoid-segmentation"
+PHASE = "final-test"
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # any failure to reach the engine
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but no Docker engine is reachable: {exc}")
+        pytest.skip(f"no Docker engine reachable: {exc}")
+    return client
+
+
+@pytest.fixture(scope="session")
+def sandbox(docker_client) -> DockerSandbox:
+    return DockerSandbox(docker_client)
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client) -> str:
+    """python:3.11-slim where it can be pulled, else the offline Debian base (built once per machine)."""
+    return ensure_base(docker_client)
+
+
+@pytest.fixture(scope="session")
+def behave(docker_client, base_image):
+    """behave(mode) -> image ID of a container that misbehaves that way; each built once."""
+    built: dict[str, str] = {}
+
+    def image(mode: str) -> str:
+        if mode not in built:
+            tag = f"challenge-test/behave-{mode}:{context_hash(IMAGES / 'behave', base_image)}"
+            try:
+                built[mode] = docker_client.images.get(tag).id
+            except docker.errors.ImageNotFound:
+                built[mode] = docker_client.images.build(
+                    path=str(IMAGES / "behave"), tag=tag, rm=True,
+                    buildargs={"BASE": base_image, "MODE": mode})[0].id
+        return built[mode]
+
+    return image
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A scratch copy of the repository's challenges, site templates and mkdocs.yml."""
+    return prepare_workspace(REPO, tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory) -> Path:
+    """The example challenge's hidden data: 3 cases, made by its own script."""
+    root = tmp_path_factory.mktemp("data-root")
+    script = REPO / "challenges" / CHALLENGE / "data" / "make_data.py"
+    subprocess.run([sys.executable, str(script), str(root), "--cases", "3"], check=True, capture_output=True)
+    return root
+
+
+def write_submission(repo: Path, participant: str, sub_id: str, image: str, phase: str = PHASE) -> Path:
+    path = repo / "challenges" / CHALLENGE / "submissions" / phase / participant / f"{sub_id}.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"phase: {phase}\nimage: {image}\n")
+    return path
