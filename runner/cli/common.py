@@ -1,0 +1,12 @@
+"""What every command shares: the two consoles and the error for wrong arguments."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+class UsageError(RuntimeError):
+    """A wrong argument; the message says which and what to do."""

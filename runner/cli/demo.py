@@ -1,0 +1,54 @@
+"""`challenge demo`: the example challenges evaluated for real, the site built and served."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import demo, serve
+from ..baseimage import ensure_base
+from ..evaluate import RunnerConfig, RunnerError
+from ..sandbox import DockerSandbox
+from ..sitebuild import build_site
+from ..store import Store
+from .common import err, out
+from .evaluate import with_progress
+from .leaderboard import cmd_leaderboard
+from .site import generate_pages
+
+
+def register(sub) -> None:
+    d = sub.add_parser("demo", help="evaluate the example challenges for real, build and serve the site")
+    d.add_argument("--no-serve", action="store_true", help="stop after building the site")
+    d.add_argument("--port", type=int, default=8000)
+    d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")
+    d.add_argument("--base-image", help="Python base image for the example images")
+    d.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    workspace = demo.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
+    store = Store(workspace)
+    sandbox = DockerSandbox()
+    err.print(f"demo workspace: {workspace}")
+    base = ensure_base(sandbox.client, args.base_image, log=err.print)
+    err.print(f"base image: {base}")
+    data_root = workspace / "data-root"
+    for slug in demo.make_hidden_data(store, data_root):
+        err.print(f"hidden data written for {slug} under {data_root}")
+    for example in demo.examples(store):
+        err.print(f"building example {example.challenge}/{example.folder.name}")
+        demo.submit(example, store, sandbox, base)
+    config = RunnerConfig(data_root=data_root, allow_local_images=True)
+    reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)
+    if any(r.status == "error" for r in reports):
+        raise RunnerError("some submissions could not be evaluated (see above)")
+    for slug in store.slugs():
+        for phase in store.phases(slug):
+            cmd_leaderboard(argparse.Namespace(root=workspace, challenge=slug, phase=phase, format="table"))
+    site = build_site(generate_pages(workspace))
+    out.print(f"results in {store.base}/*/results/, site built in {site}")
+    if not args.no_serve:
+        serve.serve_static(site, args.port, log=err.print)
+    return 0

@@ -1,0 +1,71 @@
+"""`challenge evaluate`: run submissions in the sandbox and write their results, with progress."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..baseimage import ensure_base
+from ..evaluate import ENV_DATA_ROOT, RunnerConfig
+from ..jobs import JobReport, run_jobs
+from ..model import Submission
+from ..sandbox import DockerSandbox
+from ..store import Store
+from .common import UsageError, err, out
+
+STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
+
+
+def register(sub) -> None:
+    e = sub.add_parser("evaluate", help="evaluate submissions in the sandbox and write their results")
+    e.add_argument("submissions", nargs="*", type=Path, help="submission YAML files")
+    e.add_argument("--pending", action="store_true", help="every submission that has no result yet")
+    e.add_argument("--rerun", action="store_true", help="replace existing results")
+    e.add_argument("--data-root", type=Path, default=os.environ.get(ENV_DATA_ROOT),
+                   help=f"hidden data root (or ${ENV_DATA_ROOT})")
+    e.add_argument("--allow-local-images", action="store_true",
+                   help="accept local image IDs (sha256:...) for runs without a registry")
+    e.add_argument("--base-image", help="Python base for building evaluation images (default: python:3.11-slim, "
+                   "else an offline Debian base)")
+    e.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
+    e.set_defaults(func=cmd_evaluate)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    store = Store(args.root)
+    if args.pending == bool(args.submissions):
+        raise UsageError("give submission files or --pending (one of the two)")
+    if args.data_root is None:
+        raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
+    queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
+    config = RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
+                          runtime=args.runtime)
+    sandbox = DockerSandbox()
+    base = ensure_base(sandbox.client, args.base_image, log=err.print) if _needs_build(store, queue) else None
+    reports = with_progress(queue, store=store, sandbox=sandbox, config=config, base=base, rerun=args.rerun)
+    return 1 if any(r.status == "error" for r in reports) else 0
+
+
+def _needs_build(store: Store, queue: list[Submission]) -> bool:
+    return any(not store.phase(s.challenge, s.phase).evaluation_image for s in queue)
+
+
+def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
+    """run_jobs with a progress bar and one coloured line per finished submission."""
+    if not queue:
+        out.print("nothing to evaluate")
+        return []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("evaluating", total=len(queue))
+
+        def done(report: JobReport) -> None:
+            progress.advance(task)
+            detail = f": {report.detail}" if report.detail else ""
+            progress.console.print(f"[{STYLES[report.status]}]{report.status}[/] {report.submission}{detail}",
+                                   markup=True, highlight=False)
+
+        return run_jobs(queue, on_done=done, **kwargs)

@@ -1,0 +1,46 @@
+"""`challenge build` and `challenge serve`: the static site from the tree and its results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import pages, serve
+from ..sitebuild import BUILDERS, SiteConfig, build_site
+from ..store import Store
+from .common import err, out
+
+
+def register(sub) -> None:
+    b = sub.add_parser("build", help="generate pages, then build the static site")
+    b.add_argument("--builder", choices=BUILDERS, default="mkdocs")
+    b.add_argument("--pages-only", action="store_true", help="only generate the staging folder")
+    b.add_argument("--strict", action="store_true", help="fail on warnings such as broken links")
+    b.set_defaults(func=cmd_build)
+    s = sub.add_parser("serve", help="serve the site, regenerating pages as you edit")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(func=cmd_serve)
+
+
+def generate_pages(root: Path) -> SiteConfig:
+    config = SiteConfig.read(root)
+    pages.generate(Store(root), config.stage, config.templates, config.assets)
+    return config
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    config = generate_pages(args.root.resolve())
+    if args.pages_only:
+        out.print(f"pages generated in {config.stage}")
+        return 0
+    site = build_site(config, args.builder, strict=args.strict)
+    out.print(f"site built in {site}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    config = SiteConfig.read(root)
+    serve.serve_live(root, args.port, lambda: generate_pages(root),
+                     [root / "challenges", config.templates, config.assets], log=err.print)
+    return 0
