@@ -34,6 +34,7 @@ SCORING = ("absolute", "mean", "median")
 DISPLAY = ("all", "most_recent", "best")
 KINDS = ("algorithm", "predictions")
 MODES = ("batch", "per-case")
+REGISTRATION = ("open", "required")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Challenge:
     doi: str | None = None
     organizations: tuple[Organization, ...] = ()
     data_url: str | None = None
+    registration: str = "open"
 
     def current_status(self, today: dt.date) -> str:
         """The written status, else one computed from the dates as OpenChallenges does."""
@@ -124,6 +126,11 @@ class Phase:
     algorithm: Limits = field(default_factory=Limits)
     evaluation: Limits = field(default_factory=Limits)
     evaluation_image: str | None = None
+    allowed_registries: tuple[str, ...] = ()  # empty: any registry
+    count_failed_submissions: bool = False  # toward the limit per period
+    # grand-challenge's name for a debugging phase: participants see their own full logs.
+    give_algorithm_editors_job_view_permissions: bool = False
+    blind: bool = False  # scores withheld until submissions close; success is still shown
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -210,7 +217,8 @@ def load_challenge(path: Path) -> Challenge:
     f = Fields(doc)
     f.allow_only(("slug", "name", "headline", "description", "status", "platform", "start_date",
                   "end_date", "type", "incentives", "submission_types", "input_data_types",
-                  "operation", "categories", "tags", "website_url", "doi", "organizations", "data_url"))
+                  "operation", "categories", "tags", "website_url", "doi", "organizations", "data_url",
+                  "registration"))
     slug = path.parent.name
     if f.text("slug", slug) != slug:
         raise f.error("slug", f"must match the folder name {slug!r}")
@@ -236,6 +244,7 @@ def load_challenge(path: Path) -> Challenge:
         doi=f.text("doi", None),
         organizations=tuple(_organization(o) for o in f.blocks("organizations")),
         data_url=f.text("data_url", None),
+        registration=f.choice("registration", REGISTRATION, "open"),
     )
     if challenge.start_date and challenge.end_date and challenge.end_date < challenge.start_date:
         raise f.error("end_date", "is before start_date")
@@ -263,7 +272,8 @@ def load_phase(path: Path, challenge: str) -> Phase:
         "score_decimal_places", "extra_results_columns", "scoring_method_choice",
         "result_display_choice", "submissions_limit_per_user_per_period", "submission_limit_period",
         "parent", "public", "auto_publish_new_results", "algorithm_time_limit", "inference_mode",
-        "algorithm_resources", "evaluation_image", "evaluation_resources"))
+        "algorithm_resources", "evaluation_image", "evaluation_resources", "allowed_registries",
+        "count_failed_submissions", "give_algorithm_editors_job_view_permissions", "blind"))
     slug = path.stem
     if not SLUG.fullmatch(slug):
         raise ModelError(path, None, None, f"phase file name {slug!r} is not a kebab-case slug")
@@ -294,6 +304,10 @@ def load_phase(path: Path, challenge: str) -> Phase:
         algorithm=_limits(f.block("algorithm_resources", None), f.integer("algorithm_time_limit", 300, minimum=1)),
         evaluation_image=_image(f, "evaluation_image"),
         evaluation=_limits(f.block("evaluation_resources", None), None),
+        allowed_registries=f.strings("allowed_registries"),
+        count_failed_submissions=f.get("count_failed_submissions", bool, False),
+        give_algorithm_editors_job_view_permissions=f.get("give_algorithm_editors_job_view_permissions", bool, False),
+        blind=f.get("blind", bool, False),
     )
     opens, closes = phase.submissions_open_at, phase.submissions_close_at
     if opens and closes and closes <= opens:

@@ -57,6 +57,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     env = environment(templates)
     wanted: dict[Path, bytes] = {}
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
+    _site_pages(store.base, wanted)
     for slug in store.slugs():
         _organizer_pages(store.base / slug, wanted, Path(slug))
         for phase in store.phases(slug).values():
@@ -101,6 +102,13 @@ def _home(store: Store, env: jinja2.Environment, entries: list[CatalogEntry]) ->
     if CATALOG_MARK in intro:
         return intro.replace(CATALOG_MARK, catalog)
     return intro.rstrip() + "\n\n" + catalog
+
+
+def _site_pages(folder: Path, wanted: dict[Path, bytes]) -> None:
+    """Site-wide pages (guides for organizers and participants) kept beside the challenges."""
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.is_file() and path.suffix.lower() in PAGE_SUFFIXES and path.name != "index.md":
+            wanted[Path(path.name)] = path.read_bytes()
 
 
 def _organizer_pages(folder: Path, wanted: dict[Path, bytes], prefix: Path) -> None:
