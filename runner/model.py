@@ -99,6 +99,7 @@ class Limits:
     memory: int = 2 * 1024**3
     cpus: float = 1.0
     gpus: int = 0
+    output: int = 1024**3  # /output is a tmpfs of this size: writing more fails inside the container
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,9 @@ class Submission:
 
 @dataclass
 class RunRecord:
-    """What the sandbox saw of one container run, as stored in a result."""
+    """What the sandbox saw of a container's run(s), as stored in a result. In per-case mode
+    `cases` holds each case's measurements and `aggregates` their summaries, so a leaderboard
+    can rank on them (score path `runner.aggregates.wall_time_s.mean`)."""
 
     image: str
     image_id: str | None = None
@@ -172,6 +175,12 @@ class RunRecord:
     wall_time_s: float | None = None
     timed_out: bool = False
     oom_killed: bool = False
+    peak_memory_bytes: int | None = None
+    gpu_memory_max_bytes: int | None = None
+    gpu_memory_auc_byte_s: float | None = None
+    reused: bool = False
+    cases: dict[str, dict[str, Any]] | None = None
+    aggregates: dict[str, dict[str, float]] | None = None
 
 
 @dataclass
@@ -190,6 +199,8 @@ class Result:
     error: str | None = None
     algorithm: RunRecord | None = None
     evaluation: RunRecord | None = None
+    logs: dict[str, str] | None = None  # full logs, only in debugging phases (the participant's own)
+    attempts: int = 1  # >1 when transient runner failures were retried
     runner_version: str = ""
 
     def to_json(self) -> str:
@@ -339,7 +350,7 @@ def _column(f: Fields) -> Column:
 
 
 def _limits(f: Fields, time_limit: int | None) -> Limits:
-    f.allow_only(("time_limit", "memory", "cpus", "gpus"))
+    f.allow_only(("time_limit", "memory", "cpus", "gpus", "output"))
     default = Limits()
     if time_limit is not None and "time_limit" in f.data:
         raise f.error("time_limit", "set algorithm_time_limit instead (grand-challenge's name)")
@@ -348,6 +359,7 @@ def _limits(f: Fields, time_limit: int | None) -> Limits:
         memory=f.size("memory", default.memory),
         cpus=f.number("cpus", default.cpus, minimum=0.01),
         gpus=f.integer("gpus", default.gpus, minimum=0),
+        output=f.size("output", default.output),
     )
 
 

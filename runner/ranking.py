@@ -8,15 +8,11 @@ metric is unranked, never first; "best" ranks everything, keeps each participant
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from functools import cache
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
 
-import jsonpath_ng
-
+from .jsonpaths import lookup
 from .model import Column, Phase, Result
 
 
@@ -36,24 +32,6 @@ class Leaderboard:
     phase: Phase
     rows: list[Row]  # ranked first (by rank), then unranked
     failed: list[Result] = field(default_factory=list)
-
-
-def lookup(metrics: Any, path: str | None) -> float | None:
-    """The number at a JSONPath, or None when absent, not a number, or not finite."""
-    if path is None or metrics is None:
-        return None
-    matches = _compiled(path).find(metrics)
-    if not matches:
-        return None
-    value = matches[0].value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-@cache
-def _compiled(path: str):
-    return jsonpath_ng.parse(path)
 
 
 def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
@@ -98,13 +76,23 @@ def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
     return Leaderboard(phase, rows, failed)
 
 
+def scored_document(result: Result) -> dict:
+    """What score paths read: the evaluation's metrics, plus the runner's own measurements
+    (time, memory, per case) under `runner`, so a leaderboard can rank on them."""
+    document = dict(result.metrics or {})
+    if result.algorithm is not None and "runner" not in document:
+        document["runner"] = asdict(result.algorithm)
+    return document
+
+
 def _row(columns: Sequence[Column], result: Result) -> Row:
+    document = scored_document(result)
     return Row(
         participant=result.participant,
         submission=result.submission,
         created_at=result.created_at,
-        values=tuple(lookup(result.metrics, c.path) for c in columns),
-        errors=tuple(lookup(result.metrics, c.error_path) for c in columns),
+        values=tuple(lookup(document, c.path) for c in columns),
+        errors=tuple(lookup(document, c.error_path) for c in columns),
     )
 
 

@@ -1,13 +1,16 @@
 """Run one untrusted container with limits and mounts. Knows Docker, nothing of challenges.
 
-The backend interface is one call, `run(spec) -> Outcome`, so another backend (Kubernetes Jobs,
-gVisor-only hosts) is a new class rather than a branch in the evaluation code.
+The backend interface is small (`image_id`, `output_area`, `run`), so another backend (Kubernetes
+Jobs, gVisor-only hosts) is a new class rather than a branch in the evaluation code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -17,8 +20,13 @@ import docker.errors
 import docker.types
 import requests
 
+from .measure import GPU_INTERVAL_S, GpuUsage, Sampler, flare_gpu_summary, memory_reader
+from .outputs import OutputLimits, UnsafeOutput, extract_tar
+
 NOBODY = "65534:65534"
 ERROR_LINE_MAX = 1024
+LABEL = "challenge-runner.job"
+MEMORY_INTERVAL_S = 0.05
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?\s+")
 
 
@@ -46,11 +54,13 @@ class RunSpec:
     command: tuple[str, ...] | None = None
     log_bytes: int = 1024**2
     runtime: str | None = None
+    gpus: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class Outcome:
-    """What happened: exit code, time, why it was stopped, and the end of its stderr."""
+    """What happened: exit code, time, memory, why it was stopped, and the end of its logs."""
 
     exit_code: int | None
     wall_time_s: float
@@ -58,6 +68,9 @@ class Outcome:
     oom_killed: bool = False
     stderr_tail: list[str] = field(default_factory=list)
     stdout_tail: list[str] = field(default_factory=list)
+    peak_memory_bytes: int | None = None
+    gpu: GpuUsage | None = None
+    logs: str = ""
 
     @property
     def ok(self) -> bool:
@@ -84,13 +97,101 @@ def last_line(lines: list[str]) -> str | None:
 
 
 class SandboxError(RuntimeError):
-    """The sandbox itself failed (engine down, image missing), not the container inside it."""
+    """The sandbox itself failed (engine down, image missing), not the container inside it.
+    `transient` marks failures worth retrying (engine errors, timeouts talking to it)."""
+
+    def __init__(self, message: str, *, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
+
+
+class OutputArea(Protocol):
+    def collect(self, target: Path, limits: OutputLimits = ...) -> int: ...
+
+    def clear(self) -> None: ...
 
 
 class Backend(Protocol):
-    def run(self, spec: RunSpec) -> Outcome: ...
-
     def image_id(self, ref: str) -> str: ...
+
+    def output_area(self, size: int, *, user: str = NOBODY,
+                    labels: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[OutputArea]: ...
+
+    def run(self, spec: RunSpec, output: OutputArea | None = None) -> Outcome: ...
+
+
+@contextlib.contextmanager
+def engine_errors(what: str) -> Iterator[None]:
+    """Turn the engine's own failures into SandboxError; server-side and connection ones are transient."""
+    try:
+        yield
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxError(f"{what}: image not found ({exc.explanation or exc})") from None
+    except docker.errors.APIError as exc:
+        raise SandboxError(f"{what}: {exc.explanation or exc}", transient=exc.is_server_error()) from None
+    except requests.RequestException as exc:
+        raise SandboxError(f"{what}: the engine did not answer ({exc})", transient=True) from None
+
+
+class DockerOutputArea:
+    """A size-limited tmpfs volume that a container sees as /output.
+
+    A bind-mounted host folder could fill the host's disk; a tmpfs volume stops writes at its size
+    (ENOSPC inside the container). Docker unmounts such a volume when no container uses it, so a
+    small keeper container holds it while the participant's containers come and go; outputs are
+    then read through the keeper as a tar stream, so links are seen as links, never followed.
+    """
+
+    def __init__(self, client: docker.DockerClient, keeper_image: str, *, size: int, user: str,
+                 labels: Mapping[str, str]):
+        uid, _, gid = user.partition(":")
+        self.volume = client.volumes.create(
+            name=f"challenge-output-{uuid.uuid4().hex[:12]}", driver="local", labels=dict(labels),
+            driver_opts={"type": "tmpfs", "device": "tmpfs",
+                         "o": f"size={size},uid={uid},gid={gid or uid},mode=0700"})
+        self.keeper = client.containers.run(
+            keeper_image, ["sleep", "infinity"], entrypoint=[], user=user, network_mode="none",
+            read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=64 * 1024**2,
+            pids_limit=16, labels=dict(labels), detach=True,
+            volumes={self.volume.name: {"bind": "/output", "mode": "rw"}})
+        self.user = user
+
+    def mount(self) -> dict:
+        return {self.volume.name: {"bind": "/output", "mode": "rw"}}
+
+    def collect(self, target: Path, limits: OutputLimits = OutputLimits()) -> int:
+        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess."""
+        with engine_errors("reading /output"):
+            chunks, _ = self.keeper.get_archive("/output")
+            return extract_tar(_ChunkReader(chunks), target, strip="output", limits=limits)
+
+    def clear(self) -> None:
+        with engine_errors("clearing /output"):
+            self.keeper.exec_run(["find", "/output", "-mindepth", "1", "-delete"], user=self.user)
+
+    def close(self) -> None:
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            self.keeper.remove(force=True)
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            self.volume.remove(force=True)
+
+
+class _ChunkReader:
+    """A file-like view of the chunks Docker's archive API yields, for tarfile's stream mode."""
+
+    def __init__(self, chunks):
+        self._chunks, self._buffer = iter(chunks), b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            try:
+                self._buffer += next(self._chunks)
+            except StopIteration:
+                break
+        if size < 0:
+            size = len(self._buffer)
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
 
 
 class DockerSandbox:
@@ -98,8 +199,11 @@ class DockerSandbox:
 
     TAIL_LINES = 50
 
-    def __init__(self, client: docker.DockerClient | None = None):
+    def __init__(self, client: docker.DockerClient | None = None, *, keeper_image: str | None = None,
+                 gpu_reader: Callable[[str], Callable[[], int | None]] | None = None):
         self._client = client
+        self.keeper_image = keeper_image
+        self.gpu_reader = gpu_reader
 
     @property
     def client(self) -> docker.DockerClient:
@@ -108,85 +212,116 @@ class DockerSandbox:
                 self._client = docker.from_env()
                 self._client.ping()
             except (docker.errors.DockerException, requests.RequestException) as exc:
-                raise SandboxError(f"cannot reach the Docker engine: {exc}") from exc
+                raise SandboxError(f"cannot reach the Docker engine: {exc}", transient=True) from exc
         return self._client
 
     def image_id(self, ref: str) -> str:
-        """The local image ID for a reference, pulling a digest-pinned one if needed, so runs
-        use an ID that no tag can swap."""
+        """The local image ID for a reference, pulling a digest-pinned one if needed and checking
+        the digest it arrived with, so runs use an ID that no tag can swap."""
         try:
             return self.client.images.get(ref).id
         except docker.errors.ImageNotFound:
             if "@sha256:" not in ref:
                 raise SandboxError(f"image {ref} is not on this runner") from None
-        try:
+        with engine_errors(f"pulling {ref}"):
             image = self.client.images.pull(ref)
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"could not pull {ref}: {exc.explanation or exc}") from None
         if ref not in image.attrs.get("RepoDigests", []):
-            raise SandboxError(f"pulled image does not carry the digest {ref}")
+            raise SandboxError(f"the pulled image does not carry the digest {ref}")
         return image.id
 
-    def run(self, spec: RunSpec) -> Outcome:
-        container = self._create(spec)
+    @contextlib.contextmanager
+    def output_area(self, size: int, *, user: str = NOBODY,
+                    labels: Mapping[str, str] | None = None) -> Iterator[DockerOutputArea]:
+        if self.keeper_image is None:
+            raise SandboxError("no keeper image configured for size-limited /output")
+        with engine_errors("preparing /output"):
+            area = DockerOutputArea(self.client, self.keeper_image, size=size, user=user, labels=labels or {})
         try:
-            return self._start_and_wait(container, spec)
+            yield area
         finally:
-            container.remove(force=True)
+            area.close()
 
-    def _create(self, spec: RunSpec):  # -> docker Container
+    def remove_labelled(self, job: str) -> int:
+        """Remove containers and volumes left by a runner that died while running `job`."""
+        found = 0
+        with engine_errors("cleaning up"):
+            for container in self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}):
+                container.remove(force=True)
+                found += 1
+            for volume in self.client.volumes.list(filters={"label": f"{LABEL}={job}"}):
+                volume.remove(force=True)
+                found += 1
+        return found
+
+    def run(self, spec: RunSpec, output: DockerOutputArea | None = None) -> Outcome:
+        with engine_errors("starting the container"):
+            container = self._create(spec, output)
         try:
-            return self.client.containers.create(
-                spec.image,
-                command=list(spec.command) if spec.command else None,
-                user=spec.user,
-                network_mode="none",
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                mem_limit=spec.memory,
-                memswap_limit=spec.memory,
-                nano_cpus=int(spec.cpus * 1e9),
-                pids_limit=spec.pids,
-                ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
-                shm_size=spec.shm_size,
-                tmpfs={"/tmp": f"rw,noexec,nosuid,size={spec.tmp_size}"},
-                volumes={str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
-                         for m in spec.mounts},
-                log_config=docker.types.LogConfig(
-                    type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
-                runtime=spec.runtime,
-                environment={"HOME": "/tmp"},
-                working_dir="/",
-                detach=True,
-            )
-        except docker.errors.ImageNotFound:
-            raise SandboxError(f"image {spec.image} is not on this runner") from None
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"the engine refused to create the container: {exc.explanation or exc}") from exc
+            with engine_errors("running the container"):
+                return self._start_and_wait(container, spec)
+        finally:
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                container.remove(force=True)
+
+    def _create(self, spec: RunSpec, output: DockerOutputArea | None):
+        volumes = {str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
+        if output is not None:
+            volumes.update(output.mount())
+        devices = [docker.types.DeviceRequest(device_ids=list(spec.gpus), capabilities=[["gpu"]])] if spec.gpus else []
+        return self.client.containers.create(
+            spec.image,
+            command=list(spec.command) if spec.command else None,
+            user=spec.user,
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=spec.memory,
+            memswap_limit=spec.memory,
+            nano_cpus=int(spec.cpus * 1e9),
+            pids_limit=spec.pids,
+            ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
+            shm_size=spec.shm_size,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={spec.tmp_size}"},
+            volumes=volumes,
+            device_requests=devices,
+            log_config=docker.types.LogConfig(
+                type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
+            runtime=spec.runtime,
+            environment={"HOME": "/tmp"},
+            labels=dict(spec.labels),
+            detach=True,
+        )
 
     def _start_and_wait(self, container, spec: RunSpec) -> Outcome:
-        started = time.monotonic()
-        container.start()
-        timed_out = False
-        try:
-            status = container.wait(timeout=spec.time_limit)
-            exit_code = status.get("StatusCode")
-        except requests.exceptions.RequestException:
-            timed_out = True
-            container.kill()
-            exit_code = container.wait(timeout=30).get("StatusCode")
-        wall = time.monotonic() - started
+        gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)
+        with Sampler(memory_reader(container.id), MEMORY_INTERVAL_S) as memory, Sampler(gpu, GPU_INTERVAL_S) as gpus:
+            started = time.monotonic()
+            container.start()
+            exit_code, timed_out = self._wait(container, spec.time_limit)
+            wall = time.monotonic() - started
         container.reload()
-        oom = bool(container.attrs["State"].get("OOMKilled"))
+        stderr = self._tail(container, stderr=True)
         return Outcome(
             exit_code=exit_code,
             wall_time_s=round(wall, 3),
             timed_out=timed_out,
-            oom_killed=oom and not timed_out,
-            stderr_tail=self._tail(container, stderr=True),
+            oom_killed=bool(container.attrs["State"].get("OOMKilled")) and not timed_out,
+            stderr_tail=stderr,
             stdout_tail=self._tail(container, stderr=False),
+            peak_memory_bytes=max(memory.samples, default=None),
+            gpu=flare_gpu_summary(gpus.samples),
+            logs=container.logs(stdout=True, stderr=True).decode("utf-8", errors="replace")[-spec.log_bytes:],
         )
+
+    @staticmethod
+    def _wait(container, time_limit: float) -> tuple[int | None, bool]:
+        try:
+            return container.wait(timeout=time_limit).get("StatusCode"), False
+        except requests.exceptions.RequestException:
+            with contextlib.suppress(docker.errors.APIError):  # it may have ended meanwhile
+                container.kill()
+            return container.wait(timeout=30).get("StatusCode"), True
 
     def _tail(self, container, *, stderr: bool) -> list[str]:
         raw = container.logs(stdout=not stderr, stderr=stderr, tail=self.TAIL_LINES)

@@ -38,8 +38,8 @@ def docker_client() -> docker.DockerClient:
 
 
 @pytest.fixture(scope="session")
-def sandbox(docker_client) -> DockerSandbox:
-    return DockerSandbox(docker_client)
+def sandbox(docker_client, base_image) -> DockerSandbox:
+    return DockerSandbox(docker_client, keeper_image=base_image)
 
 
 @pytest.fixture(scope="session")

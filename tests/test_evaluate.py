@@ -95,12 +95,16 @@ def test_broken_metrics_are_failed_results(repo, sandbox, config, baseline_image
     assert (result.status, result.error) == ("failed", reason)
 
 
-def test_nan_metrics_are_stored_as_null(repo, sandbox, config, baseline_image, behave):
+def test_nan_score_fails_and_other_nans_are_stored_as_null(repo, sandbox, config, baseline_image, behave):
     store = Store(repo)
     submission = store.submission(write_submission(repo, "alice", "v1", baseline_image))
     result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave("nan-metrics"))
+    assert (result.status, result.metrics) == ("failed", None)
+    assert result.error == ("Evaluation failed: metrics.json has no number at aggregates.dice.mean "
+                            "(missing, NaN or not a number)")
+    result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave("nan-extra"))
     assert result.status == "succeeded"
-    assert result.metrics == {"aggregates": {"dice": {"mean": None}}}
+    assert result.metrics == {"aggregates": {"dice": {"mean": 0.5}, "jaccard": {"mean": None}}}
 
 
 def test_local_image_needs_the_option(repo, sandbox, data_root, base_image, baseline_image):

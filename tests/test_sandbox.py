@@ -12,12 +12,11 @@ pytestmark = pytest.mark.docker
 
 
 def run(sandbox, image, tmp_path: Path, **limits):
-    inputs, outputs = tmp_path / "in", tmp_path / "out"
+    inputs = tmp_path / "in"
     inputs.mkdir(exist_ok=True)
-    outputs.mkdir(exist_ok=True)
-    outputs.chmod(0o777)
-    spec = RunSpec(image=image, mounts=(Mount(inputs, "/input"), Mount(outputs, "/output", read_only=False)), **limits)
-    return sandbox.run(spec)
+    spec = RunSpec(image=image, mounts=(Mount(inputs, "/input"),), **limits)
+    with sandbox.output_area(64 * 1024**2) as area:
+        return sandbox.run(spec, area)
 
 
 def test_unprivileged_user_without_capabilities(sandbox, behave, tmp_path):

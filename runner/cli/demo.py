@@ -6,13 +6,11 @@ import argparse
 from pathlib import Path
 
 from .. import demo, serve
-from ..baseimage import ensure_base
 from ..evaluate import RunnerConfig, RunnerError
-from ..sandbox import DockerSandbox
 from ..sitebuild import build_site
 from ..store import Store
 from .common import err, out
-from .evaluate import with_progress
+from .evaluate import runner_sandbox, with_progress
 from .leaderboard import cmd_leaderboard
 from .site import generate_pages
 
@@ -30,9 +28,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     workspace = demo.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     store = Store(workspace)
-    sandbox = DockerSandbox()
     err.print(f"demo workspace: {workspace}")
-    base = ensure_base(sandbox.client, args.base_image, log=err.print)
+    sandbox, base = runner_sandbox(args.base_image)
     err.print(f"base image: {base}")
     data_root = workspace / "data-root"
     for slug in demo.make_hidden_data(store, data_root):
@@ -40,7 +37,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for example in demo.examples(store):
         err.print(f"building example {example.challenge}/{example.folder.name}")
         demo.submit(example, store, sandbox, base)
-    config = RunnerConfig(data_root=data_root, allow_local_images=True)
+    config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
     reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")

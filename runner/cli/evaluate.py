@@ -10,12 +10,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..baseimage import ensure_base
 from ..evaluate import ENV_DATA_ROOT, RunnerConfig
+from ..measure import nvml_reader
 from ..jobs import JobReport, run_jobs
 from ..model import Submission
 from ..sandbox import DockerSandbox
 from ..store import Store
 from .common import UsageError, err, out
 
+ENV_GPUS = "CHALLENGE_GPUS"
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
 
@@ -31,6 +33,10 @@ def register(sub) -> None:
     e.add_argument("--base-image", help="Python base for building evaluation images (default: python:3.11-slim, "
                    "else an offline Debian base)")
     e.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
+    e.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""),
+                   help=f"GPU indices this runner may assign, e.g. 0 or 0,1 (or ${ENV_GPUS})")
+    e.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: ROOT/build/cache)")
+    e.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: ROOT/build/logs)")
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -41,16 +47,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.data_root is None:
         raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
+    gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
     config = RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
-                          runtime=args.runtime)
-    sandbox = DockerSandbox()
-    base = ensure_base(sandbox.client, args.base_image, log=err.print) if _needs_build(store, queue) else None
+                          runtime=args.runtime, gpu_ids=gpus,
+                          cache_dir=(args.cache_dir or store.root / "build" / "cache").resolve(),
+                          log_dir=(args.log_dir or store.root / "build" / "logs").resolve())
+    sandbox, base = runner_sandbox(args.base_image, gpus=bool(gpus))
     reports = with_progress(queue, store=store, sandbox=sandbox, config=config, base=base, rerun=args.rerun)
     return 1 if any(r.status == "error" for r in reports) else 0
 
 
-def _needs_build(store: Store, queue: list[Submission]) -> bool:
-    return any(not store.phase(s.challenge, s.phase).evaluation_image for s in queue)
+def runner_sandbox(base_image: str | None, *, gpus: bool = False) -> tuple[DockerSandbox, str]:
+    """The sandbox with its keeper image (the Python base, also used to build evaluation images)."""
+    sandbox = DockerSandbox(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
+    base = ensure_base(sandbox.client, base_image, log=err.print)
+    sandbox.keeper_image = base
+    return sandbox, base
 
 
 def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
@@ -68,4 +80,8 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
             progress.console.print(f"[{STYLES[report.status]}]{report.status}[/] {report.submission}{detail}",
                                    markup=True, highlight=False)
 
-        return run_jobs(queue, on_done=done, **kwargs)
+        def case_done(case: str, index: int, total: int, measured: dict) -> None:
+            how = "reused" if measured.get("reused") else f"{measured['wall_time_s']:.2f} s"
+            progress.update(task, description=f"evaluating: case {index + 1}/{total} {case} ({how})")
+
+        return run_jobs(queue, on_done=done, on_case=case_done, **kwargs)

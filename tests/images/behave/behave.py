@@ -29,5 +29,44 @@ elif MODE == "bad-metrics":
     Path("/output/metrics.json").write_text("{not json")
 elif MODE == "nan-metrics":
     Path("/output/metrics.json").write_text('{"aggregates": {"dice": {"mean": NaN}}}')
+elif MODE == "nan-extra":
+    Path("/output/metrics.json").write_text('{"aggregates": {"dice": {"mean": 0.5}, "jaccard": {"mean": Infinity}}}')
+elif MODE == "spin":
+    while True:
+        pass
+elif MODE == "fork-bomb":
+    children = 0
+    while True:
+        if os.fork() == 0:
+            time.sleep(600)
+        children += 1
+elif MODE == "disk-filler":
+    with open("/output/fill", "wb") as out:
+        while True:
+            out.write(b"x" * 1024 * 1024)
+            out.flush()
+elif MODE == "symlink":
+    os.symlink("/etc/shadow", "/output/case-000.npy")
+elif MODE == "look-for-truth":
+    skip = ("/proc", "/sys", "/dev", "/input")
+    for folder, _, files in os.walk("/"):
+        if folder.startswith(skip):
+            continue
+        for name in files:
+            if name.startswith("case-") or "ground" in folder:
+                sys.exit(f"found {os.path.join(folder, name)}")
+    sys.exit("no ground truth visible")
+elif MODE == "huge-stderr":
+    line = "noise " * 100 + "\n"
+    for _ in range(40_000):
+        sys.stderr.write(line)
+    raise SystemExit("the real reason comes last")
+elif MODE == "slow-threshold":
+    import numpy as np
+    time.sleep(float(os.environ.get("SLOW_S", "2")))
+    for path in sorted(Path("/input").glob("*.npy")):
+        np.save(Path("/output") / path.name, (np.load(path) > 0.5).astype(np.uint8))
+elif MODE == "noop":
+    pass
 else:
     sys.exit(f"unknown MODE {MODE}")

@@ -1,0 +1,112 @@
+"""Copy untrusted container outputs and prediction archives onto the host without trusting them.
+
+Only regular files and folders are accepted: a link (which could point at a host path), a device
+or a name that climbs out of the target is refused, never followed. Counts and sizes are bounded
+before anything is written, so an archive bomb is refused whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+
+class UnsafeOutput(ValueError):
+    """Outputs that were refused; the message is shown to the participant."""
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    max_files: int = 100_000
+    max_bytes: int = 8 * 1024**3
+
+
+def safe_name(target: Path, name: str) -> Path:
+    """The host path for an archive member, refusing absolute names and any '..'."""
+    pure = PurePosixPath(name)
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if pure.is_absolute() or ".." in parts:
+        raise UnsafeOutput(f"{name!r} points outside the output folder")
+    return target.joinpath(*parts) if parts else target
+
+
+def extract_tar(stream: IO[bytes], target: Path, *, strip: str, limits: OutputLimits = OutputLimits()) -> int:
+    """Extract a tar stream of a container folder (as Docker's archive API sends it) into
+    `target`, dropping the leading folder name `strip`. Returns the number of files written."""
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        members = _checked(_strip(archive, strip), limits)
+        return _write_tar(archive, members, target)
+
+
+def _strip(archive: tarfile.TarFile, prefix: str) -> Iterable[tuple[tarfile.TarInfo, str]]:
+    for member in archive:
+        name = member.name
+        if name == prefix or name == f"{prefix}/":
+            continue
+        yield member, name[len(prefix) + 1:] if name.startswith(prefix + "/") else name
+
+
+def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimits):
+    count = total = 0
+    for member, name in members:
+        if member.issym() or member.islnk():
+            raise UnsafeOutput(f"/output/{name} is a link; only regular files are accepted")
+        if not (member.isfile() or member.isdir()):
+            raise UnsafeOutput(f"/output/{name} is not a regular file or folder")
+        count += 1
+        total += member.size
+        if count > limits.max_files:
+            raise UnsafeOutput(f"more than {limits.max_files} files in /output")
+        if total > limits.max_bytes:
+            raise UnsafeOutput(f"/output holds more than {limits.max_bytes} bytes")
+        yield member, name
+
+
+def _write_tar(archive: tarfile.TarFile, members, target: Path) -> int:
+    written = 0
+    for member, name in members:
+        dest = safe_name(target, name)
+        if member.isdir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        source = archive.extractfile(member)
+        with open(dest, "wb") as out:
+            shutil.copyfileobj(source, out)
+        written += 1
+    return written
+
+
+def extract_zip(path: Path, target: Path, limits: OutputLimits = OutputLimits()) -> int:
+    """Unpack a predictions zip: sizes and count checked from the directory before writing,
+    and bytes counted again while writing (a lying header cannot overrun the limit)."""
+    with zipfile.ZipFile(path) as archive:
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        if len(members) > limits.max_files:
+            raise UnsafeOutput(f"the archive holds {len(members)} files; at most {limits.max_files} allowed")
+        if sum(m.file_size for m in members) > limits.max_bytes:
+            raise UnsafeOutput(f"the archive unpacks to more than {limits.max_bytes} bytes")
+        budget = limits.max_bytes
+        for member in members:
+            if (member.external_attr >> 16) & 0o170000 == 0o120000:
+                raise UnsafeOutput(f"{member.filename!r} is a link; only regular files are accepted")
+            dest = safe_name(target, member.filename)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(member) as src, open(dest, "wb") as out:
+                budget -= _copy_bounded(src, out, budget)
+        return len(members)
+
+
+def _copy_bounded(src: IO[bytes], out: IO[bytes], budget: int) -> int:
+    copied = 0
+    while chunk := src.read(1024 * 1024):
+        copied += len(chunk)
+        if copied > budget:
+            raise UnsafeOutput("the archive unpacks to more than its declared size allows")
+        out.write(chunk)
+    return copied
