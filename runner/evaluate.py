@@ -7,6 +7,7 @@ RunnerError and writes nothing, so the submission stays pending and is picked up
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -234,9 +235,11 @@ class _Job:
                 raise RunnerError(f"{what}: {exc}", transient=exc.transient) from None
             raise SubmissionFailure(f"{what}: {exc}") from None
 
+    @contextlib.contextmanager
     def _area(self, limits: Limits):
         try:
-            return self.backend.output_area(limits.output, labels=self.labels)
+            with self.backend.output_area(limits.output) as area:
+                yield area
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
 
@@ -263,7 +266,8 @@ class _Job:
             raise SubmissionFailure(f"{stage} output refused: {exc}") from None
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
-        area.clear()
+        if not area.clear():
+            raise RunnerError("/output could not be emptied between runs", transient=True)
 
     def _keep_logs(self, stage: str, text: str) -> None:
         """Full logs stay on the runner for organizers; debugging phases also show them to the participant."""

@@ -7,9 +7,12 @@ Jobs, gVisor-only hosts) is a new class rather than a branch in the evaluation c
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,8 @@ from .outputs import OutputLimits, UnsafeOutput, extract_tar
 
 NOBODY = "65534:65534"
 ERROR_LINE_MAX = 1024
-LABEL = "challenge-runner.job"
+LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
+OWNER = "challenge-runner.owner"  # on pooled output areas: host:pid of the runner holding them
 MEMORY_INTERVAL_S = 0.05
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?\s+")
 
@@ -87,6 +91,16 @@ class Outcome:
         return last_line(self.stderr_tail) or f"The container exited with code {self.exit_code}"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return pid > 0
+
+
 def last_line(lines: list[str]) -> str | None:
     """The last non-empty line, timestamps removed, cut to 1024 characters."""
     for line in reversed(lines):
@@ -108,14 +122,13 @@ class SandboxError(RuntimeError):
 class OutputArea(Protocol):
     def collect(self, target: Path, limits: OutputLimits = ...) -> int: ...
 
-    def clear(self) -> None: ...
+    def clear(self) -> bool: ...
 
 
 class Backend(Protocol):
     def image_id(self, ref: str) -> str: ...
 
-    def output_area(self, size: int, *, user: str = NOBODY,
-                    labels: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[OutputArea]: ...
+    def output_area(self, size: int, *, user: str = NOBODY) -> contextlib.AbstractContextManager[OutputArea]: ...
 
     def run(self, spec: RunSpec, output: OutputArea | None = None) -> Outcome: ...
 
@@ -155,6 +168,7 @@ class DockerOutputArea:
             pids_limit=16, labels=dict(labels), detach=True,
             volumes={self.volume.name: {"bind": "/output", "mode": "rw"}})
         self.user = user
+        self.dirty = False  # a container has written since it was last emptied
 
     def mount(self) -> dict:
         return {self.volume.name: {"bind": "/output", "mode": "rw"}}
@@ -165,9 +179,13 @@ class DockerOutputArea:
             chunks, _ = self.keeper.get_archive("/output")
             return extract_tar(_ChunkReader(chunks), target, strip="output", limits=limits)
 
-    def clear(self) -> None:
+    def clear(self) -> bool:
+        """Empty /output for the next run; False if it could not be emptied (then discard it)."""
         with engine_errors("clearing /output"):
-            self.keeper.exec_run(["find", "/output", "-mindepth", "1", "-delete"], user=self.user)
+            done = self.keeper.exec_run(["sh", "-c", "find /output -mindepth 1 -delete && [ -z \"$(ls -A /output)\" ]"],
+                                        user=self.user)
+        self.dirty = done.exit_code != 0
+        return not self.dirty
 
     def close(self) -> None:
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
@@ -195,7 +213,12 @@ class _ChunkReader:
 
 
 class DockerSandbox:
-    """Runs containers on a Docker engine: no network, read-only root, no capabilities, limits."""
+    """Runs containers on a Docker engine: no network, read-only root, no capabilities, limits.
+
+    Output areas are pooled (emptied between uses) and finished containers are removed on a
+    background thread, so a job pays for neither a keeper start nor a removal; `close()` (or
+    leaving the `with` block) waits for both.
+    """
 
     TAIL_LINES = 50
 
@@ -204,6 +227,31 @@ class DockerSandbox:
         self._client = client
         self.keeper_image = keeper_image
         self.gpu_reader = gpu_reader
+        self._idle: dict[tuple[int, str], list[DockerOutputArea]] = {}
+        self._reaper: ThreadPoolExecutor | None = None
+        self._removals: list[Future] = []
+        self._owner = f"{socket.gethostname()}:{os.getpid()}"
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait for pending removals and remove the pooled output areas."""
+        self.drain()
+        for areas in self._idle.values():
+            for area in areas:
+                area.close()
+        self._idle.clear()
+
+    def drain(self) -> None:
+        """Wait until every finished container has been removed."""
+        for removal in self._removals:
+            with contextlib.suppress(Exception):
+                removal.result()
+        self._removals.clear()
 
     @property
     def client(self) -> docker.DockerClient:
@@ -230,28 +278,54 @@ class DockerSandbox:
         return image.id
 
     @contextlib.contextmanager
-    def output_area(self, size: int, *, user: str = NOBODY,
-                    labels: Mapping[str, str] | None = None) -> Iterator[DockerOutputArea]:
-        if self.keeper_image is None:
-            raise SandboxError("no keeper image configured for size-limited /output")
-        with engine_errors("preparing /output"):
-            area = DockerOutputArea(self.client, self.keeper_image, size=size, user=user, labels=labels or {})
+    def output_area(self, size: int, *, user: str = NOBODY) -> Iterator[DockerOutputArea]:
+        """An empty /output of `size` bytes, from the pool or new; back to the pool when emptied."""
+        idle = self._idle.setdefault((size, user), [])
+        area = idle.pop() if idle else self._new_area(size, user)
         try:
             yield area
-        finally:
+        except BaseException:
+            area.close()
+            raise
+        if not area.dirty or area.clear():
+            idle.append(area)
+        else:
             area.close()
 
-    def remove_labelled(self, job: str) -> int:
-        """Remove containers and volumes left by a runner that died while running `job`."""
+    def _new_area(self, size: int, user: str) -> DockerOutputArea:
+        if self.keeper_image is None:
+            raise SandboxError("no keeper image configured for size-limited /output")
+        if not any(self._idle.values()):
+            self.remove_orphans()
+        with engine_errors("preparing /output"):
+            return DockerOutputArea(self.client, self.keeper_image, size=size, user=user,
+                                    labels={OWNER: self._owner})
+
+    def remove_orphans(self) -> int:
+        """Remove output areas whose runner process on this host has died (killed, crashed)."""
+        host = socket.gethostname()
         found = 0
         with engine_errors("cleaning up"):
-            for container in self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}):
-                container.remove(force=True)
-                found += 1
-            for volume in self.client.volumes.list(filters={"label": f"{LABEL}={job}"}):
-                volume.remove(force=True)
-                found += 1
+            for container in self.client.containers.list(all=True, filters={"label": OWNER}):
+                owner_host, _, pid = container.labels.get(OWNER, "").partition(":")
+                if owner_host == host and not _alive(int(pid or 0)):
+                    container.remove(force=True)
+                    found += 1
+            for volume in self.client.volumes.list(filters={"label": OWNER}):
+                owner_host, _, pid = (volume.attrs.get("Labels") or {}).get(OWNER, "").partition(":")
+                if owner_host == host and not _alive(int(pid or 0)):
+                    with contextlib.suppress(docker.errors.APIError):  # still held by a live keeper
+                        volume.remove()
+                        found += 1
         return found
+
+    def remove_labelled(self, job: str) -> int:
+        """Remove containers left by a runner that died while running `job`."""
+        with engine_errors("cleaning up"):
+            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"})
+            for container in found:
+                container.remove(force=True)
+        return len(found)
 
     def run(self, spec: RunSpec, output: DockerOutputArea | None = None) -> Outcome:
         with engine_errors("starting the container"):
@@ -260,13 +334,18 @@ class DockerSandbox:
             with engine_errors("running the container"):
                 return self._start_and_wait(container, spec)
         finally:
-            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
-                container.remove(force=True)
+            self._remove_later(container)
+
+    def _remove_later(self, container) -> None:
+        if self._reaper is None:
+            self._reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reaper")
+        self._removals.append(self._reaper.submit(container.remove, force=True))
 
     def _create(self, spec: RunSpec, output: DockerOutputArea | None):
         volumes = {str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
         if output is not None:
             volumes.update(output.mount())
+            output.dirty = True
         devices = [docker.types.DeviceRequest(device_ids=list(spec.gpus), capabilities=[["gpu"]])] if spec.gpus else []
         return self.client.containers.create(
             spec.image,

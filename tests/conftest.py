@@ -38,8 +38,9 @@ def docker_client() -> docker.DockerClient:
 
 
 @pytest.fixture(scope="session")
-def sandbox(docker_client, base_image) -> DockerSandbox:
-    return DockerSandbox(docker_client, keeper_image=base_image)
+def sandbox(docker_client, base_image):
+    with DockerSandbox(docker_client, keeper_image=base_image) as box:
+        yield box
 
 
 @pytest.fixture(scope="session")

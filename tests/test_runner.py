@@ -161,3 +161,12 @@ def test_sampler_reads_until_stopped():
 def test_registry_allow_list(ref, allowed, refused):
     assert (registry_refusal(ref, allowed) is not None) is refused
 
+
+
+@pytest.mark.docker
+def test_unknown_runtime_is_a_runner_error_not_a_failed_submission(repo, sandbox, data_root, base_image, baseline):
+    write_submission(repo, "alice", "v1", baseline)
+    config = RunnerConfig(data_root=data_root, allow_local_images=True, runtime="runsc-not-installed")
+    store, reports = run_all(repo, sandbox, config, base_image)
+    assert reports[0].status == "error" and "runsc-not-installed" in reports[0].detail
+    assert len(store.pending()) == 1

@@ -38,7 +38,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         err.print(f"building example {example.challenge}/{example.folder.name}")
         demo.submit(example, store, sandbox, base)
     config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
-    reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)
+    with sandbox:
+        reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")
     for slug in store.slugs():

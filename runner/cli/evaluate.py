@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def register(sub) -> None:
     e.add_argument("submissions", nargs="*", type=Path, help="submission YAML files")
     e.add_argument("--pending", action="store_true", help="every submission that has no result yet")
     e.add_argument("--rerun", action="store_true", help="replace existing results")
+    e.add_argument("--shard", type=shard, help="I/N: only the submissions whose key hashes to shard I of N, "
+                   "so N runners split --pending without coordinating")
     e.add_argument("--data-root", type=Path, default=os.environ.get(ENV_DATA_ROOT),
                    help=f"hidden data root (or ${ENV_DATA_ROOT})")
     e.add_argument("--allow-local-images", action="store_true",
@@ -47,13 +50,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.data_root is None:
         raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
+    if args.shard:
+        queue = [s for s in queue if in_shard(s.key, args.shard)]
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
     config = RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
                           runtime=args.runtime, gpu_ids=gpus,
                           cache_dir=(args.cache_dir or store.root / "build" / "cache").resolve(),
                           log_dir=(args.log_dir or store.root / "build" / "logs").resolve())
     sandbox, base = runner_sandbox(args.base_image, gpus=bool(gpus))
-    reports = with_progress(queue, store=store, sandbox=sandbox, config=config, base=base, rerun=args.rerun)
+    with sandbox:
+        reports = with_progress(queue, store=store, sandbox=sandbox, config=config, base=base, rerun=args.rerun)
     return 1 if any(r.status == "error" for r in reports) else 0
 
 
@@ -63,6 +69,19 @@ def runner_sandbox(base_image: str | None, *, gpus: bool = False) -> tuple[Docke
     base = ensure_base(sandbox.client, base_image, log=err.print)
     sandbox.keeper_image = base
     return sandbox, base
+
+
+def shard(text: str) -> tuple[int, int]:
+    index, _, total = text.partition("/")
+    if not (index.isdigit() and total.isdigit() and 1 <= int(index) <= int(total)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N with 1 <= I <= N")
+    return int(index), int(total)
+
+
+def in_shard(key: str, which: tuple[int, int]) -> bool:
+    """A stable hash (not Python's salted hash()), so every runner agrees on the split."""
+    index, total = which
+    return int(hashlib.sha256(key.encode()).hexdigest(), 16) % total == index - 1
 
 
 def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
