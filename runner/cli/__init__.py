@@ -19,10 +19,10 @@ from ..evaluate import RunnerError
 from ..located import ModelError
 from ..sandbox import SandboxError
 from ..sitebuild import BuildError
-from . import demo, evaluate, leaderboard, site, tree
+from . import demo, evaluate, leaderboard, rank, site, tree
 from .common import UsageError, err
 
-COMMANDS = (tree, evaluate, leaderboard, site, demo)
+COMMANDS = (tree, evaluate, leaderboard, rank, site, demo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,87 @@
+"""Ranking with uncertainty at scale: 500 teams x 200 cases x 5 metrics, 1000 bootstrap samples.
+
+Run: .venv/bin/python benchmarks/bench_ranking.py [--teams 500] [--cases 200] [--samples 1000]
+Prints seconds per stage (wall clock) and each stage against a baseline measured in the same run:
+a plain pandas groupby-mean-then-rank of every metric. Target: under 10 s in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from runner.rank_methods import Metric, RankSpec, flare_rank, rank, significance, task_matrix
+from runner.uncertainty import bootstrap
+
+METRICS = (Metric("DSC"), Metric("NSD"), Metric("HD95", smaller_better=True),
+           Metric("time", smaller_better=True), Metric("memory", smaller_better=True))
+
+
+def synthetic(teams: int, cases: int, seed: int = 0) -> pd.DataFrame:
+    """Long format with a metric column; skill shared across metrics, 1% failed cases (NaN)."""
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(size=(teams, 1))
+    frames = []
+    for metric in METRICS:
+        sign = -1 if metric.smaller_better else 1
+        values = np.round(sign * 0.05 * skill + rng.normal(scale=0.1, size=(teams, cases)) + 0.7, 3)
+        values[rng.random(values.shape) < 0.01] = np.nan
+        frames.append(pd.DataFrame({"task": metric.name, "metric": metric.name,
+                                    "case": np.tile([f"case{c:03d}" for c in range(cases)], teams),
+                                    "algorithm": np.repeat([f"team{t:03d}" for t in range(teams)], cases),
+                                    "value": values.ravel()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def baseline(frame: pd.DataFrame) -> None:
+    means = frame.groupby(["task", "algorithm"])["value"].mean()
+    means.groupby(level="task").rank(method="min", ascending=False)
+
+
+def timed(stage, *args, **kwargs) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = stage(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def taus(ranks: np.ndarray) -> list[float]:
+    return [stats.kendalltau(ranks[0], r).statistic for r in ranks]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--teams", type=int, default=500)
+    p.add_argument("--cases", type=int, default=200)
+    p.add_argument("--samples", type=int, default=1000)
+    args = p.parse_args()
+    frame = synthetic(args.teams, args.cases)
+    base, _ = timed(baseline, frame)
+    stages = {
+        "aggregate-then-rank (mean)": timed(rank, frame.drop(columns="metric"))[0],
+        "FLARE rank-then-average over the 5 metrics": timed(flare_rank, frame, METRICS)[0],
+        f"bootstrap x{args.samples}, Kendall tau, significance map": 0.0,
+    }
+    parts = {"significance map": 0.0, "Kendall tau": 0.0}  # timed again alone, inside the bootstrap
+    for metric in METRICS:
+        group, spec = frame[frame["task"] == metric.name], RankSpec(smaller_better=metric.smaller_better)
+        seconds, summary = timed(bootstrap, group, spec, samples=args.samples)
+        stages[f"bootstrap x{args.samples}, Kendall tau, significance map"] += seconds
+        parts["significance map"] += timed(significance, task_matrix(group, spec)[1], spec)[0]
+        parts["Kendall tau"] += timed(taus, summary.ranks)[0]
+    print(f"{args.teams} teams x {args.cases} cases x {len(METRICS)} metrics, {args.samples} bootstrap samples"
+          f" (seconds, wall clock, all metrics)")
+    print(f"  {'baseline: pandas groupby mean, then rank':<58} {base:7.3f} s  {1:8.1f} x baseline")
+    for name, seconds in stages.items():
+        print(f"  {name:<58} {seconds:7.3f} s  {seconds / base:8.1f} x baseline")
+    for name, seconds in parts.items():
+        print(f"    {'of which ' + name + ' (timed alone)':<56} {seconds:7.3f} s")
+    total = sum(stages.values())
+    print(f"  {'total':<58} {total:7.3f} s  ({total / len(METRICS):.3f} s a metric; target: under 10 s in all)")
+
+
+if __name__ == "__main__":
+    main()
