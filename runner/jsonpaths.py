@@ -19,9 +19,20 @@ def lookup(document: Any, path: str | None) -> float | None:
     if path is None or document is None:
         return None
     matches = compiled(path).find(document)
-    if not matches:
-        return None
-    value = matches[0].value
+    return _number(matches[0].value) if matches else None
+
+
+def lookup_all(document: Any, path: str) -> list[tuple[str, float]]:
+    """Every (where, number) a JSONPath with wildcards matches, e.g. each case of `case.*.dice`;
+    a match that is not a finite number is NaN, a missing value for the ranking methods."""
+    out = []
+    for match in compiled(path).find(document or {}):
+        value = _number(match.value)
+        out.append((str(match.full_path), math.nan if value is None else value))
+    return out
+
+
+def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)

@@ -30,7 +30,8 @@ SUBMISSION_TYPES = ("container_image", "prediction_file", "notebook", "mlcube", 
 CATEGORIES = ("featured", "benchmark", "hackathon")
 ROLES = ("challenge_organizer", "data_contributor", "sponsor")
 SORTS = ("asc", "desc")
-SCORING = ("absolute", "mean", "median")
+SCORING = ("absolute", "mean", "median")  # grand-challenge: over the ranked columns of each result
+CASE_METHODS = ("aggregate-then-rank", "rank-then-aggregate", "test-then-rank")  # challengeR: over cases
 DISPLAY = ("all", "most_recent", "best")
 KINDS = ("algorithm", "predictions")
 MODES = ("batch", "per-case")
@@ -103,6 +104,17 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class RankingOptions:
+    """Options of the challengeR methods (scoring_method_choice aggregate-then-rank, ...)."""
+
+    aggregate: str = "mean"
+    ties: str = "min"
+    missing: str | float = "drop"
+    alpha: float = 0.05
+    p_adjust: str = "none"
+
+
+@dataclass(frozen=True)
 class Phase:
     """phases/<slug>.yml, named after grand-challenge's Phase options."""
 
@@ -132,6 +144,9 @@ class Phase:
     # grand-challenge's name for a debugging phase: participants see their own full logs.
     give_algorithm_editors_job_view_permissions: bool = False
     blind: bool = False  # scores withheld until submissions close; success is still shown
+    # Per-case values of the score (e.g. case.*.dice), for challengeR's methods and uncertainty.
+    score_case_jsonpath: str | None = None
+    ranking_options: RankingOptions = field(default_factory=lambda: RankingOptions())
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -284,7 +299,8 @@ def load_phase(path: Path, challenge: str) -> Phase:
         "result_display_choice", "submissions_limit_per_user_per_period", "submission_limit_period",
         "parent", "public", "auto_publish_new_results", "algorithm_time_limit", "inference_mode",
         "algorithm_resources", "evaluation_image", "evaluation_resources", "allowed_registries",
-        "count_failed_submissions", "give_algorithm_editors_job_view_permissions", "blind"))
+        "count_failed_submissions", "give_algorithm_editors_job_view_permissions", "blind",
+        "score_case_jsonpath", "ranking_options"))
     slug = path.stem
     if not SLUG.fullmatch(slug):
         raise ModelError(path, None, None, f"phase file name {slug!r} is not a kebab-case slug")
@@ -304,7 +320,7 @@ def load_phase(path: Path, challenge: str) -> Phase:
         ),
         score_decimal_places=f.integer("score_decimal_places", 4, minimum=0, maximum=12),
         extra_results_columns=tuple(_column(c) for c in f.blocks("extra_results_columns")),
-        scoring_method_choice=f.choice("scoring_method_choice", SCORING, "absolute"),
+        scoring_method_choice=f.choice("scoring_method_choice", SCORING + CASE_METHODS, "absolute"),
         result_display_choice=f.choice("result_display_choice", DISPLAY, "all"),
         submissions_limit_per_user_per_period=f.integer("submissions_limit_per_user_per_period", None, minimum=0),
         submission_limit_period=f.integer("submission_limit_period", None, minimum=1),
@@ -319,13 +335,35 @@ def load_phase(path: Path, challenge: str) -> Phase:
         count_failed_submissions=f.get("count_failed_submissions", bool, False),
         give_algorithm_editors_job_view_permissions=f.get("give_algorithm_editors_job_view_permissions", bool, False),
         blind=f.get("blind", bool, False),
+        score_case_jsonpath=_jsonpath(f, "score_case_jsonpath", None),
+        ranking_options=_ranking_options(f.block("ranking_options", None)),
     )
     opens, closes = phase.submissions_open_at, phase.submissions_close_at
     if opens and closes and closes <= opens:
         raise f.error("submissions_close_at", "is not after submissions_open_at")
     if phase.parent == slug:
         raise f.error("parent", "a phase cannot be its own parent")
+    if phase.scoring_method_choice in CASE_METHODS and not phase.score_case_jsonpath:
+        raise f.error("scoring_method_choice", f"{phase.scoring_method_choice} ranks per case: "
+                      "set score_case_jsonpath to the per-case values of the score, e.g. case.*.dice")
     return phase
+
+
+def _ranking_options(f: Fields) -> RankingOptions:
+    f.allow_only(("aggregate", "ties", "missing", "alpha", "p_adjust"))
+    missing = f.get("missing", (str, int, float), "drop")
+    if isinstance(missing, str) and missing != "drop":
+        raise f.error("missing", f"{missing!r} is neither drop nor a number")
+    alpha = f.number("alpha", 0.05, minimum=0.0)
+    if not 0 < alpha < 1:
+        raise f.error("alpha", f"must lie between 0 and 1, got {alpha}")
+    return RankingOptions(
+        aggregate=f.choice("aggregate", ("mean", "median"), "mean"),
+        ties=f.choice("ties", ("min", "max", "average"), "min"),
+        missing=missing,
+        alpha=alpha,
+        p_adjust=f.choice("p_adjust", ("none", "holm", "bonferroni", "hochberg", "fdr_bh"), "none"),
+    )
 
 
 def _jsonpath(f: Fields, name: str, default: Any = ...) -> str:

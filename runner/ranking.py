@@ -12,8 +12,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from .jsonpaths import lookup
-from .model import Column, Phase, Result
+import pandas as pd
+
+from .jsonpaths import lookup, lookup_all
+from .model import CASE_METHODS, Phase, Result
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Row:
     errors: tuple[float | None, ...]
     rank: int | None = None
     rank_score: float | None = None
+    case_values: tuple[tuple[str, float], ...] = ()  # the score per case, for challengeR's methods
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,15 @@ def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]
     return [1 + sum(other < mine for other in keyed) for mine in keyed]
 
 
-def rank_rows(rows: list[Row], columns: Sequence[Column], method: str) -> list[Row]:
-    """Rank rows on the ranked columns; rows missing any ranked value stay unranked."""
+def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
+    """Rank rows with the phase's method; rows missing any ranked value stay unranked."""
+    if phase.scoring_method_choice in CASE_METHODS:
+        return _rank_cases(rows, phase)
+    columns, method = phase.columns, phase.scoring_method_choice
     ranked_idx = [i for i, c in enumerate(columns) if i == 0 or not c.exclude_from_ranking]
     complete = [r for r in rows if all(r.values[i] is not None for i in ranked_idx)]
-    incomplete = [replace(r, rank=None, rank_score=None) for r in rows if r not in complete]
     if not complete:
-        return incomplete
+        return _unranked(rows, complete)
     per_metric = [competition_ranks([r.values[i] for r in complete], descending=columns[i].order == "desc")
                   for i in ranked_idx]
     if method == "absolute":
@@ -54,24 +59,51 @@ def rank_rows(rows: list[Row], columns: Sequence[Column], method: str) -> list[R
     else:
         combine = statistics.mean if method == "mean" else statistics.median
         scores = [float(combine(ranks)) for ranks in zip(*per_metric)]
-    final = competition_ranks(scores, descending=False)
-    ranked = [replace(r, rank=k, rank_score=s) for r, k, s in zip(complete, final, scores)]
-    ranked.sort(key=lambda r: (r.rank, r.created_at))
-    return ranked + incomplete
+    return _sorted(complete, competition_ranks(scores, descending=False), scores) + _unranked(rows, complete)
+
+
+def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
+    """challengeR's aggregate-then-rank, rank-then-aggregate or test-then-rank over the score's
+    per-case values; the row's rank_score is the aggregate, the mean rank or the share of wins."""
+    from .rank_methods import RankSpec, rank  # scipy is needed only by phases that rank this way
+
+    complete = [r for r in rows if r.case_values]
+    if not complete:
+        return _unranked(rows, complete)
+    options = phase.ranking_options
+    frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete) for case, value in r.case_values],
+                         columns=["task", "case", "algorithm", "value"])
+    spec = RankSpec(method=phase.scoring_method_choice, aggregate=options.aggregate, ties=options.ties,
+                    smaller_better=phase.score.order == "asc", missing=options.missing, alpha=options.alpha,
+                    p_adjust=options.p_adjust)
+    table = rank(frame, spec).set_index("algorithm")
+    kept = [(r, table.loc[str(i)]) for i, r in enumerate(complete) if str(i) in table.index]
+    rows_kept = [r for r, _ in kept]
+    return (_sorted(rows_kept, [int(t["rank"]) for _, t in kept], [float(t["value"]) for _, t in kept])
+            + _unranked(rows, rows_kept))
+
+
+def _sorted(rows: list[Row], ranks: list[int], scores: list[float]) -> list[Row]:
+    ranked = [replace(r, rank=k, rank_score=s) for r, k, s in zip(rows, ranks, scores)]
+    return sorted(ranked, key=lambda r: (r.rank, r.created_at))
+
+
+def _unranked(rows: list[Row], ranked: list[Row]) -> list[Row]:
+    kept = {id(r) for r in ranked}
+    return [replace(r, rank=None, rank_score=None) for r in rows if id(r) not in kept]
 
 
 def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
     succeeded = [r for r in results if r.status == "succeeded"]
-    rows = [_row(phase.columns, r) for r in succeeded]
-    method, display = phase.scoring_method_choice, phase.result_display_choice
+    rows = [_row(phase, r) for r in succeeded]
+    display = phase.result_display_choice
     if display == "most_recent":
         rows = _keep_per_participant(rows, key=lambda r: r.created_at, newest=True)
-    rows = rank_rows(rows, phase.columns, method)
+    rows = rank_rows(rows, phase)
     if display == "best":
         best = _keep_per_participant([r for r in rows if r.rank is not None], key=lambda r: r.rank, newest=False)
         unranked = [r for r in rows if r.rank is None and r.participant not in {b.participant for b in best}]
-        rows = rank_rows(best, phase.columns, method) + _keep_per_participant(
-            unranked, key=lambda r: r.created_at, newest=True)
+        rows = rank_rows(best, phase) + _keep_per_participant(unranked, key=lambda r: r.created_at, newest=True)
     failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
     return Leaderboard(phase, rows, failed)
 
@@ -85,14 +117,15 @@ def scored_document(result: Result) -> dict:
     return document
 
 
-def _row(columns: Sequence[Column], result: Result) -> Row:
+def _row(phase: Phase, result: Result) -> Row:
     document = scored_document(result)
     return Row(
         participant=result.participant,
         submission=result.submission,
         created_at=result.created_at,
-        values=tuple(lookup(document, c.path) for c in columns),
-        errors=tuple(lookup(document, c.error_path) for c in columns),
+        values=tuple(lookup(document, c.path) for c in phase.columns),
+        errors=tuple(lookup(document, c.error_path) for c in phase.columns),
+        case_values=tuple(lookup_all(document, phase.score_case_jsonpath)) if phase.score_case_jsonpath else (),
     )
 
 

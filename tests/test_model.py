@@ -147,3 +147,13 @@ def test_challenge_status_from_dates(repo):
     assert challenge.current_status(dt.date(2025, 6, 1)) == "upcoming"
     assert challenge.current_status(dt.date(2026, 6, 1)) == "active"
     assert challenge.current_status(dt.date(2028, 1, 1)) == "completed"
+
+
+def test_case_method_needs_the_per_case_path(repo):
+    path = phase_file(repo)
+    path.write_text(path.read_text().replace("scoring_method_choice: absolute", "scoring_method_choice: rank-then-aggregate"))
+    with pytest.raises(ModelError, match="set score_case_jsonpath"):
+        load_phase(path, CHALLENGE)
+    path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n  alpha: 2\n")
+    with pytest.raises(ModelError, match="ranking_options.alpha: must lie between 0 and 1"):
+        load_phase(path, CHALLENGE)

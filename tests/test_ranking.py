@@ -106,3 +106,43 @@ def test_lookup_ignores_non_numbers():
     assert lookup({"a": {"b": True}}, "a.b") is None
     assert lookup({"a": {}}, "a.b") is None
     assert lookup({"case": {"c1": {"dice": 0.5}}}, "case.c1.dice") == 0.5
+
+
+def case_phase(method: str, **options) -> Phase:
+    from runner.model import RankingOptions
+    return Phase(challenge="c", slug="p", title="P", submission_kind="algorithm",
+                 score=Column(path="aggregates.v", title="V", order="desc"), scoring_method_choice=method,
+                 score_case_jsonpath="case.*.v", ranking_options=RankingOptions(**options))
+
+
+def case_result(participant, values: dict) -> Result:
+    return result(participant, {"aggregates": {"v": 0}, "case": {c: {"v": v} for c, v in values.items()}})
+
+
+def test_rank_then_aggregate_over_cases_with_a_missing_value():
+    # ../shared/reference/README.md (challengeR): larger better, case values (0.9, NA, 0.9) rank
+    # 1, 2, 1 with ties "min"; here a second case (0.5, 0.7, 0.1) ranks 2, 1, 3, so the mean ranks
+    # are 1.5, 1.5, 2 and the final ranks 1, 1, 3.
+    results = [case_result("a", {"c1": 0.9, "c2": 0.5}), case_result("b", {"c1": math.nan, "c2": 0.7}),
+               case_result("c", {"c1": 0.9, "c2": 0.1})]
+    board = leaderboard(case_phase("rank-then-aggregate"), results)
+    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("a", 1, 1.5), ("b", 1, 1.5), ("c", 3, 2.0)]
+
+
+def test_aggregate_then_rank_median_and_a_result_without_cases():
+    results = [case_result("a", {"c1": 0.2, "c2": 0.4, "c3": 0.9}), case_result("b", {"c1": 0.5, "c2": 0.5, "c3": 0.5}),
+               result("z", {"aggregates": {"v": 1.0}})]
+    board = leaderboard(case_phase("aggregate-then-rank", aggregate="median"), results)
+    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("b", 1, 0.5), ("a", 2, 0.4), ("z", None, None)]
+
+
+def test_test_then_rank_share_of_wins():
+    # ../shared/reference/README.md (challengeR): A1 = 0.2, A2 = 1.0 on 4 cases, smaller better:
+    # p = 0.0359303, so A1 beats A2: shares 1, 0; ranks 1, 2.
+    phase = Phase(challenge="c", slug="p", title="P", submission_kind="algorithm",
+                  score=Column(path="aggregates.v", title="V", order="asc"), scoring_method_choice="test-then-rank",
+                  score_case_jsonpath="case.*.v")
+    results = [case_result("a1", dict.fromkeys(["c1", "c2", "c3", "c4"], 0.2)),
+               case_result("a2", dict.fromkeys(["c1", "c2", "c3", "c4"], 1.0))]
+    board = leaderboard(phase, results)
+    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("a1", 1, 1.0), ("a2", 2, 0.0)]
