@@ -19,10 +19,10 @@ from ..evaluate import RunnerError
 from ..located import ModelError
 from ..sandbox import SandboxError
 from ..sitebuild import BuildError
-from . import demo, evaluate, leaderboard, rank, site, tree
+from . import demo, evaluate, leaderboard, rank, site, submissions, tree
 from .common import UsageError, err
 
-COMMANDS = (tree, evaluate, leaderboard, rank, site, demo)
+COMMANDS = (tree, evaluate, leaderboard, rank, site, demo, submissions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

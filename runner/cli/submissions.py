@@ -1,0 +1,282 @@
+"""Submissions by pull request: the workflow steps that judge, merge, shard, commit and report.
+
+validate.yml runs `check-submission` on the pull request's own checkout (read-only token);
+review.yml runs `pr review` from the default branch; evaluate.yml runs `pending`, then per shard
+`evaluate --shard`, `commit-results` and `pr notify`. `dry-run` walks one pull request through all
+of them against a local server that speaks GitHub's REST API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import gitops
+from ..github import ENV_TOKEN, GitHub, GitHubError
+from ..publish import notify, review
+from ..rules import Proposal, Verdict, check
+from ..store import Store
+from .common import UsageError, err, out
+
+VERDICT_FILE = "verdict.json"
+
+
+def register(sub) -> None:
+    c = sub.add_parser("check-submission", help="judge a pull request's diff by the submission rules")
+    c.add_argument("--author", required=True, help="the pull request author's GitHub login")
+    c.add_argument("--base", default="HEAD^1", help="the base commit (default: HEAD^1 of the merge checkout)")
+    c.add_argument("--head", default="HEAD", help="the proposed tree (default: HEAD)")
+    c.add_argument("--pr", type=int, help="the pull request's number, recorded in the verdict file")
+    c.add_argument("--output", type=Path, help=f"write the verdict as JSON here (the workflow's {VERDICT_FILE})")
+    _local_images(c)
+    c.set_defaults(func=_reported(cmd_check_submission))
+    _register_pr(sub)
+    _register_runner(sub)
+    _register_dry_run(sub)
+
+
+def _register_pr(sub) -> None:
+    pr = sub.add_parser("pr", help="act on pull requests through the GitHub API").add_subparsers(
+        dest="pr_command", required=True)
+    r = pr.add_parser("review", help="judge a pull request at a commit, comment, label and merge it")
+    which = r.add_mutually_exclusive_group(required=True)
+    which.add_argument("--pr", type=int, help="the pull request's number")
+    which.add_argument("--verdict", type=Path, help="the validate workflow's verdict file (gives the number)")
+    r.add_argument("--head-sha", required=True, help="the commit that was validated; a moved head is skipped")
+    r.add_argument("--base", help="the branch it must target (default: the checked-out branch)")
+    r.add_argument("--merge", action="store_true", help="merge the pull request when it is valid")
+    _api(r)
+    _local_images(r)
+    r.set_defaults(func=_reported(cmd_review))
+    n = pr.add_parser("notify", help="comment each result a commit added on its submission's pull request")
+    n.add_argument("--commit", default="HEAD")
+    _api(n)
+    n.set_defaults(func=_reported(cmd_notify))
+
+
+def _register_runner(sub) -> None:
+    p = sub.add_parser("pending", help="count pending submissions and plan evaluation shards")
+    p.add_argument("--shards", type=int, default=1, help="at most this many shards")
+    p.add_argument("--format", choices=("text", "json", "github"), default="text",
+                   help="github: count=N and shards=[...] lines for $GITHUB_OUTPUT")
+    p.set_defaults(func=cmd_pending)
+
+    cr = sub.add_parser("commit-results", help="commit new result files and push them, retrying on races")
+    cr.add_argument("--message", default="Evaluation results")
+    cr.add_argument("--remote", default="origin")
+    cr.add_argument("--branch", help="the branch to push to (default: the checked-out branch)")
+    cr.add_argument("--attempts", type=int, default=5)
+    cr.set_defaults(func=_reported(cmd_commit_results))
+
+
+def _register_dry_run(sub) -> None:
+    d = sub.add_parser("dry-run", help="walk one pull request through every workflow step against a local "
+                       "GitHub API server, with the real Docker engine")
+    d.add_argument("--pr", type=int, required=True)
+    d.add_argument("--remote", required=True, help="the git repository that server serves (a path or URL)")
+    d.add_argument("--api-url", required=True, help="the local server speaking GitHub's REST API")
+    d.add_argument("--repo", default="local/challenges", help="OWNER/NAME on that server")
+    d.add_argument("--data-root", type=Path, required=True, help="hidden data for the evaluation")
+    d.add_argument("--base-image", help="Python base for building evaluation images")
+    d.add_argument("--shards", type=int, default=2)
+    d.add_argument("--workspace", type=Path, help="where to clone (default: ROOT/build/dry-run)")
+    d.set_defaults(func=_reported(cmd_dry_run))
+
+
+def _api(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--api-url", help="GitHub's REST API (default: $GITHUB_API_URL, else api.github.com)")
+
+
+def _local_images(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-local-images", action="store_true", help="accept local image IDs (dry runs only)")
+
+
+def _reported(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """GitHub's and git's failures end the command as one line, like every other error."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except (GitHubError, gitops.GitError) as exc:
+            raise UsageError(str(exc)) from exc
+    return run
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _hub(args: argparse.Namespace) -> GitHub:
+    return GitHub.from_env(args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
+
+
+def _print_verdict(verdict: Verdict) -> None:
+    for problem in verdict.problems:
+        out.print(problem, markup=False)
+    what = verdict.path or "no submission"
+    out.print(f"{'ok' if verdict.ok else 'refused'}: {what} ({verdict.kind})", markup=False)
+
+
+# --- validate ---------------------------------------------------------------------------------------
+
+
+def cmd_check_submission(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    proposal = Proposal(args.author, gitops.changes(root, args.base, args.head),
+                        lambda path: gitops.show(root, args.head, path))
+    verdict = check(Store(root), proposal, now=_now(), allow_local_images=args.allow_local_images)
+    _print_verdict(verdict)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({"pull_request": args.pr, "kind": verdict.kind, "path": verdict.path,
+                                           "problems": list(verdict.problems)}, indent=2) + "\n")
+    return 0 if verdict.ok else 1
+
+
+# --- review and notify --------------------------------------------------------------------------------
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    number = args.pr if args.pr is not None else _number(args.verdict)
+    result = review(_hub(args), Store(root), number=number, head_sha=args.head_sha,
+                    base=args.base or gitops.current_branch(root), now=_now(), merge=args.merge,
+                    allow_local_images=args.allow_local_images)
+    if result.skipped:
+        out.print(f"skipped: {result.skipped}", markup=False)
+        return 0
+    _print_verdict(result.verdict)
+    out.print(f"#{number}: comment {result.comment}" + (f", merged as {result.merged}" if result.merged else ""))
+    if result.merge_error:
+        raise UsageError(result.merge_error)
+    return 0
+
+
+def _number(verdict_file: Path) -> int:
+    """The pull request number from the validate run's artifact; nothing else in it is trusted."""
+    try:
+        number = json.loads(verdict_file.read_text())["pull_request"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{verdict_file}: not a verdict file ({exc})") from None
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise UsageError(f"{verdict_file}: pull_request is not a pull request number")
+    return number
+
+
+def cmd_notify(args: argparse.Namespace) -> int:
+    notices = notify(_hub(args), Store(args.root), commit=args.commit, now=_now())
+    for notice in notices:
+        where = ", ".join(f"#{n} ({c})" for n, c in zip(notice.pulls, notice.comments)) or "no pull request"
+        out.print(f"{notice.result}: {where}", markup=False)
+    if not notices:
+        out.print(f"no results added by {args.commit}")
+    return 0
+
+
+# --- evaluate ---------------------------------------------------------------------------------------
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    if args.shards < 1:
+        raise UsageError("--shards must be at least 1")
+    pending = Store(args.root).pending()
+    shards = shard_labels(len(pending), args.shards)
+    if args.format == "json":
+        print(json.dumps({"count": len(pending), "shards": shards}))
+    elif args.format == "github":
+        print(f"count={len(pending)}\nshards={json.dumps(shards)}")
+    else:
+        for submission in pending:
+            out.print(submission.key, markup=False)
+        out.print(f"{len(pending)} pending; shards: {' '.join(shards) or 'none'}")
+    return 0
+
+
+def shard_labels(pending: int, most: int) -> list[str]:
+    """I/N for each shard: no more shards than pending submissions, so none starts idle."""
+    count = min(most, pending)
+    return [f"{i}/{count}" for i in range(1, count + 1)]
+
+
+def cmd_commit_results(args: argparse.Namespace) -> int:
+    env = gitops.token_env(os.environ.get(ENV_TOKEN), os.environ.get("GITHUB_SERVER_URL", "https://github.com"))
+    pushed = gitops.commit_results(args.root.resolve(), message=args.message, remote=args.remote, branch=args.branch,
+                                   attempts=args.attempts, env=env,
+                                   log=lambda line: err.print(line, markup=False))
+    if pushed.commit is None:
+        out.print("no new results to commit")
+    else:
+        out.print(f"results committed as {pushed.commit} and pushed (try {pushed.tries})")
+    return 0
+
+
+# --- dry run ----------------------------------------------------------------------------------------
+
+
+def cmd_dry_run(args: argparse.Namespace) -> int:
+    """The workflows' steps in order, each the same `challenge` call a workflow makes."""
+    workspace = (args.workspace or args.root / "build" / "dry-run").resolve()
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    api = ("--repo", args.repo, "--api-url", args.api_url)
+    pr = GitHub(args.repo, token=None, api_url=args.api_url, pause=False).pull(args.pr)
+    verdict = _dry_validate(args, workspace, pr.author)
+    default_branch = _dry_review(args, workspace, verdict, pr.head_sha, api)
+    _dry_evaluate(args, default_branch, api)
+    _step("publish.yml: the site from the default branch")
+    _challenge(default_branch, "build")
+    out.print(f"dry run done: pull request #{args.pr} went through every step in {workspace}")
+    return 0
+
+
+def _dry_validate(args: argparse.Namespace, workspace: Path, author: str) -> Path:
+    _step("validate.yml: checkout of the pull request merged into its base")
+    checkout, verdict = workspace / "validate", workspace / "verdict" / VERDICT_FILE
+    gitops.git(workspace, "clone", "--quiet", str(args.remote), str(checkout))
+    gitops.checkout_pull(checkout, args.pr)
+    _challenge(checkout, "check-submission", "--author", author, "--pr", str(args.pr), "--output", str(verdict),
+               "--allow-local-images", ok=(0, 1))
+    return verdict
+
+
+def _dry_review(args: argparse.Namespace, workspace: Path, verdict: Path, head_sha: str,
+                api: tuple[str, ...]) -> Path:
+    _step("review.yml: the default branch judges the pull request through the API")
+    default_branch = workspace / "main"
+    gitops.git(workspace, "clone", "--quiet", str(args.remote), str(default_branch))
+    _challenge(default_branch, "pr", "review", "--verdict", str(verdict), "--head-sha", head_sha, "--merge",
+               "--allow-local-images", *api)
+    return default_branch
+
+
+def _dry_evaluate(args: argparse.Namespace, checkout: Path, api: tuple[str, ...]) -> None:
+    _step("evaluate.yml: the runner pulls the merge and plans shards")
+    gitops.git(checkout, "pull", "--quiet", "--ff-only")
+    _challenge(checkout, "pending", "--shards", str(args.shards))
+    base = ("--base-image", args.base_image) if args.base_image else ()
+    for shard in shard_labels(len(Store(checkout).pending()), args.shards):
+        _step(f"evaluate.yml: shard {shard} on the GPU runner")
+        _challenge(checkout, "evaluate", "--pending", "--shard", shard, "--data-root", str(args.data_root),
+                   "--allow-local-images", *base)
+        _challenge(checkout, "commit-results", "--message", f"Results of shard {shard} (dry run)")
+        _challenge(checkout, "pr", "notify", "--commit", "HEAD", *api)
+
+
+def _step(title: str) -> None:
+    out.print(f"\n[bold]== {title}[/]")
+
+
+def _challenge(root: Path, *argv: str, ok: tuple[int, ...] = (0,)) -> int:
+    from . import main  # the package's entry point imports this module; importing it here avoids a cycle
+    out.print(f"$ challenge {' '.join(argv)}", markup=False)
+    code = main(["--root", str(root), *argv])
+    if code not in ok:
+        raise UsageError(f"dry run stopped: `challenge {argv[0]}` exited {code}")
+    return code
