@@ -151,7 +151,8 @@ def test_challenge_status_from_dates(repo):
 
 def test_case_method_needs_the_per_case_path(repo):
     path = phase_file(repo)
-    path.write_text(path.read_text().replace("scoring_method_choice: absolute", "scoring_method_choice: rank-then-aggregate"))
+    text = path.read_text().replace("scoring_method_choice: absolute", "scoring_method_choice: rank-then-aggregate")
+    path.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("score_case_jsonpath")) + "\n")
     with pytest.raises(ModelError, match="set score_case_jsonpath"):
         load_phase(path, CHALLENGE)
     path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n  alpha: 2\n")

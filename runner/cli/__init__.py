@@ -1,12 +1,15 @@
 """The `challenge` command: each GitHub workflow step and each organizer task is one call.
 
 Each module here registers its subcommands (`register(subparsers)`) and keeps only argument
-handling and printing; the work is done by the package's lower parts.
+handling and printing; the work is done by the package's lower parts. Only the module of the
+command being run is imported (all of them for --help), so a workflow step that evaluates does
+not pay for pandas, scipy and the site's templates.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,14 +22,20 @@ from ..evaluate import RunnerError
 from ..located import ModelError
 from ..sandbox import SandboxError
 from ..sitebuild import BuildError
-from . import demo, evaluate, leaderboard, rank, site, submissions, tree
 from .common import UsageError, err
 
-COMMANDS = (tree, evaluate, leaderboard, rank, site, demo, submissions)
+# subcommand -> the module here that registers it
+COMMANDS = {
+    "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank",
+    "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
+    "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
+}
+GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser(argv).parse_args(argv)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
@@ -40,15 +49,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="challenge", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"challenge {__version__}")
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: current folder)")
     p.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
-    for module in COMMANDS:
-        module.register(sub)
+    wanted = _command(argv)
+    for name in dict.fromkeys(COMMANDS[wanted] if wanted else m for m in COMMANDS.values()):
+        importlib.import_module(f"{__name__}.{name}").register(sub)
     return p
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand in argv (its first positional word), or None when there is none yet."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in GLOBAL_OPTIONS_WITH_VALUE:
+            skip = True
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 if __name__ == "__main__":
