@@ -121,12 +121,13 @@ def main() -> None:
     b, o = figures["queue"]
     print(f"queue of {QUEUE} in one call: bare {b:6.2f} s   challenge evaluate {o:6.2f} s   ratio {o / b:.2f}   "
           f"{(o - b) / QUEUE:+.3f} s per submission")
-    print(f"of which the `challenge` process start (imports, no work): {startup:.2f} s")
+    print(f"fixed per call: `challenge evaluate` process start (imports, no work) {startup:.2f} s, "
+          "plus one /output keeper container per call")
 
 
 def timed_startup() -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "runner.cli", "--version"], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "runner.cli", "evaluate", "--help"], check=True, capture_output=True)
     return time.perf_counter() - start
 
 
