@@ -47,7 +47,8 @@ class Fields:
         if isinstance(value, bool) and kind is not bool:
             raise self.error(name, f"expected {_name(kind)}, got a yes/no value")
         if not isinstance(value, kind):
-            raise self.error(name, f"expected {_name(kind)}, got {_kind(value)}")
+            hint = "; put it in quotes" if kind is str and isinstance(value, (int, float)) else ""
+            raise self.error(name, f"expected {_name(kind)}, got {_kind(value)}{hint}")
         return value
 
     def text(self, name: str, default: Any = _MISSING, *, max_len: int | None = None,

@@ -159,3 +159,42 @@ def test_runner_error_when_engine_refuses(repo, sandbox, config, baseline_image)
     with pytest.raises(RunnerError, match="evaluation image"):
         evaluate(submission, store=store, backend=sandbox, config=config,
                  evaluation_image="challenge-test/does-not-exist:1")
+
+
+def predictions_phase(repo: Path, data_root: Path, tmp_path: Path) -> Path:
+    """A 'validation' phase taking prediction files, over a copy of the final test's data."""
+    import shutil
+    phases = repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text().replace("submission_kind: algorithm", "submission_kind: predictions")
+    (phases / "validation.yml").write_text(text)
+    own = tmp_path / "data"
+    shutil.copytree(data_root / CHALLENGE / PHASE, own / CHALLENGE / "validation")
+    return own
+
+
+def test_predictions_zip_is_scored(repo, sandbox, base_image, data_root, tmp_path):
+    import hashlib
+    import io
+    import zipfile
+    own = predictions_phase(repo, data_root, tmp_path)
+    folder = repo / "challenges" / CHALLENGE / "submissions" / "validation" / "alice"
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "masks.zip", "w") as archive:
+        for path in sorted((data_root / CHALLENGE / PHASE / "inputs").glob("*.npy")):
+            buffer = io.BytesIO()
+            np.save(buffer, (np.load(path) > 0.5).astype(np.uint8))
+            archive.writestr(path.name, buffer.getvalue())
+    digest = hashlib.sha256((folder / "masks.zip").read_bytes()).hexdigest()
+    (folder / "v1.yml").write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: {digest}\n")
+    (folder / "bad.yml").write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: {'ab' * 32}\n")
+    store = Store(repo)
+    image = evaluation_image(store.phase(CHALLENGE, "validation"), store, sandbox, base_image)
+    config = RunnerConfig(data_root=own)
+    good = evaluate(store.submission(folder / "v1.yml"), store=store, backend=sandbox, config=config, evaluation_image=image)
+    assert good.status == "succeeded", good.error
+    expected = expected_baseline_dice(data_root)
+    assert {c: v["dice"] for c, v in good.metrics["case"].items()} == pytest.approx(expected, abs=1e-12)
+    assert good.algorithm is None
+    bad = evaluate(store.submission(folder / "bad.yml"), store=store, backend=sandbox, config=config, evaluation_image=image)
+    assert bad.status == "failed"
+    assert bad.error == f"Predictions file sha256 is {digest}, but the submission pins {'ab' * 32}"
