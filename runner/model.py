@@ -46,6 +46,17 @@ class Organization:
 
 
 @dataclass(frozen=True)
+class CombinedLeaderboard:
+    """One ranking over several phases (tasks): each participant's best rank per phase, combined.
+    Only participants ranked in every phase appear, as on grand-challenge.org."""
+
+    slug: str
+    title: str
+    phases: tuple[tuple[str, float], ...]  # (phase slug, weight)
+    combine: str = "mean"  # mean, median or sum of the per-phase ranks
+
+
+@dataclass(frozen=True)
 class Challenge:
     """challenge.yml, in OpenChallenges' words plus grand-challenge's challenge type (0-3)."""
 
@@ -69,6 +80,7 @@ class Challenge:
     organizations: tuple[Organization, ...] = ()
     data_url: str | None = None
     registration: str = "open"
+    combined_leaderboards: tuple[CombinedLeaderboard, ...] = ()
 
     def current_status(self, today: dt.date) -> str:
         """The written status, else one computed from the dates as OpenChallenges does."""
@@ -147,6 +159,7 @@ class Phase:
     # Per-case values of the score (e.g. case.*.dice), for challengeR's methods and uncertainty.
     score_case_jsonpath: str | None = None
     ranking_options: RankingOptions = field(default_factory=lambda: RankingOptions())
+    best_of_last: int | None = None  # L2L: only each participant's last N results compete
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -244,7 +257,7 @@ def load_challenge(path: Path) -> Challenge:
     f.allow_only(("slug", "name", "headline", "description", "status", "platform", "start_date",
                   "end_date", "type", "incentives", "submission_types", "input_data_types",
                   "operation", "categories", "tags", "website_url", "doi", "organizations", "data_url",
-                  "registration"))
+                  "registration", "combined_leaderboards"))
     slug = path.parent.name
     if f.text("slug", slug) != slug:
         raise f.error("slug", f"must match the folder name {slug!r}")
@@ -271,6 +284,7 @@ def load_challenge(path: Path) -> Challenge:
         organizations=tuple(_organization(o) for o in f.blocks("organizations")),
         data_url=f.text("data_url", None),
         registration=f.choice("registration", REGISTRATION, "open"),
+        combined_leaderboards=tuple(_combined(c) for c in f.blocks("combined_leaderboards")),
     )
     if challenge.start_date and challenge.end_date and challenge.end_date < challenge.start_date:
         raise f.error("end_date", "is before start_date")
@@ -282,6 +296,21 @@ def _name_field(f: Fields) -> str:
     if len(name) < 3:
         raise f.error("name", "must be at least 3 characters")
     return name
+
+
+def _combined(f: Fields) -> CombinedLeaderboard:
+    f.allow_only(("slug", "title", "phases", "combine"))
+    phases = []
+    for item in f.blocks("phases"):
+        item.allow_only(("phase", "weight"))
+        phases.append((item.text("phase", pattern=SLUG, what="a phase slug"), item.number("weight", 1.0, minimum=0.0)))
+    if len(phases) < 2:
+        raise f.error("phases", "a combined leaderboard needs at least two phases")
+    combine = f.choice("combine", ("mean", "median", "sum"), "mean")
+    if combine == "median" and any(w != 1.0 for _, w in phases):
+        raise f.error("combine", "weights apply to mean and sum; a median takes none")
+    return CombinedLeaderboard(f.text("slug", pattern=SLUG, what="a kebab-case slug"), f.text("title"),
+                               tuple(phases), combine)
 
 
 def _organization(f: Fields) -> Organization:
@@ -300,7 +329,7 @@ def load_phase(path: Path, challenge: str) -> Phase:
         "parent", "public", "auto_publish_new_results", "algorithm_time_limit", "inference_mode",
         "algorithm_resources", "evaluation_image", "evaluation_resources", "allowed_registries",
         "count_failed_submissions", "give_algorithm_editors_job_view_permissions", "blind",
-        "score_case_jsonpath", "ranking_options"))
+        "score_case_jsonpath", "ranking_options", "best_of_last"))
     slug = path.stem
     if not SLUG.fullmatch(slug):
         raise ModelError(path, None, None, f"phase file name {slug!r} is not a kebab-case slug")
@@ -337,6 +366,7 @@ def load_phase(path: Path, challenge: str) -> Phase:
         blind=f.get("blind", bool, False),
         score_case_jsonpath=_jsonpath(f, "score_case_jsonpath", None),
         ranking_options=_ranking_options(f.block("ranking_options", None)),
+        best_of_last=f.integer("best_of_last", None, minimum=1),
     )
     opens, closes = phase.submissions_open_at, phase.submissions_close_at
     if opens and closes and closes <= opens:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from .jsonpaths import lookup, lookup_all
-from .model import CASE_METHODS, Phase, Result
+from .model import CASE_METHODS, CombinedLeaderboard, Phase, Result
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ def _unranked(rows: list[Row], ranked: list[Row]) -> list[Row]:
 
 def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
     succeeded = [r for r in results if r.status == "succeeded"]
+    if phase.best_of_last:
+        succeeded = _last_per_participant(succeeded, phase.best_of_last)
     rows = [_row(phase, r) for r in succeeded]
     display = phase.result_display_choice
     if display == "most_recent":
@@ -127,6 +129,51 @@ def _row(phase: Phase, result: Result) -> Row:
         errors=tuple(lookup(document, c.error_path) for c in phase.columns),
         case_values=tuple(lookup_all(document, phase.score_case_jsonpath)) if phase.score_case_jsonpath else (),
     )
+
+
+def _last_per_participant(results: list[Result], count: int) -> list[Result]:
+    """Each participant's `count` most recent results (best of N counts only the last N)."""
+    newest = sorted(results, key=lambda r: r.created_at, reverse=True)
+    seen: dict[str, int] = {}
+    kept = []
+    for result in newest:
+        seen[result.participant] = seen.get(result.participant, 0) + 1
+        if seen[result.participant] <= count:
+            kept.append(result)
+    return kept
+
+
+@dataclass(frozen=True)
+class CombinedRow:
+    participant: str
+    phase_ranks: tuple[int, ...]  # in the order of the combined leaderboard's phases
+    value: float
+    rank: int
+
+
+def combined(spec: CombinedLeaderboard, boards: dict[str, Leaderboard]) -> list[CombinedRow]:
+    """grand-challenge's combined leaderboard: each participant's best rank per phase, only those
+    ranked in every phase, combined by (weighted) mean, median or (weighted) sum, competition-ranked."""
+    best: list[dict[str, int]] = []
+    for slug, _ in spec.phases:
+        ranks: dict[str, int] = {}
+        for row in boards[slug].rows:
+            if row.rank is not None and row.rank < ranks.get(row.participant, row.rank + 1):
+                ranks[row.participant] = row.rank
+        best.append(ranks)
+    everywhere = sorted(set.intersection(*(set(r) for r in best)))
+    weights = [w for _, w in spec.phases]
+    values = [_combine([ranks[p] for ranks in best], weights, spec.combine) for p in everywhere]
+    rows = [CombinedRow(p, tuple(ranks[p] for ranks in best), v, k)
+            for p, v, k in zip(everywhere, values, competition_ranks(values, descending=False))]
+    return sorted(rows, key=lambda r: (r.rank, r.participant))
+
+
+def _combine(ranks: list[int], weights: list[float], how: str) -> float:
+    if how == "median":
+        return float(statistics.median(ranks))
+    total = sum(r * w for r, w in zip(ranks, weights))
+    return float(total if how == "sum" else total / sum(weights))
 
 
 def _keep_per_participant(rows: list[Row], *, key, newest: bool) -> list[Row]:

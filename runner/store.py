@@ -167,7 +167,7 @@ class Store:
         except ValueError:
             return None
         if len(parts) == 2 and parts[1] == "challenge.yml":
-            return load_challenge
+            return self._check_challenge
         if len(parts) == 3 and parts[1] == "phases" and path.suffix == ".yml":
             return lambda p: self._check_phase(load_phase(p, parts[0]), p)
         if len(parts) >= 2 and parts[1] == "submissions" and path.suffix in (".yml", ".yaml"):
@@ -175,6 +175,15 @@ class Store:
         if len(parts) >= 2 and parts[1] == "results" and path.suffix == ".json":
             return load_result
         return None
+
+    def _check_challenge(self, path: Path) -> None:
+        challenge = load_challenge(path)
+        phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
+        for i, board in enumerate(challenge.combined_leaderboards):
+            for j, (phase, _) in enumerate(board.phases):
+                if phase not in phases:
+                    key = ("combined_leaderboards", i, "phases", j, "phase")
+                    raise load_yaml(path).error(key, f"no phase {phase!r} in this challenge")
 
     def _check_phase(self, phase: Phase, path: Path) -> None:
         self.challenge(phase.challenge)

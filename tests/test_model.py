@@ -158,3 +158,12 @@ def test_case_method_needs_the_per_case_path(repo):
     path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n  alpha: 2\n")
     with pytest.raises(ModelError, match="ranking_options.alpha: must lie between 0 and 1"):
         load_phase(path, CHALLENGE)
+
+
+def test_combined_leaderboard_names_existing_phases(repo):
+    path = repo / "challenges" / CHALLENGE / "challenge.yml"
+    path.write_text(path.read_text() + "combined_leaderboards:\n  - slug: all\n    title: All\n    phases:\n"
+                    "      - phase: final-test\n      - phase: nope\n        weight: 2\n")
+    [problem] = Store(repo).check()
+    assert (problem.line, problem.field) == (len(path.read_text().splitlines()) - 1, "combined_leaderboards[0].phases[1].phase")
+    assert problem.message == "no phase 'nope' in this challenge"

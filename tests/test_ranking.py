@@ -146,3 +146,33 @@ def test_test_then_rank_share_of_wins():
                case_result("a2", dict.fromkeys(["c1", "c2", "c3", "c4"], 1.0))]
     board = leaderboard(phase, results)
     assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("a1", 1, 1.0), ("a2", 2, 0.0)]
+
+
+def test_best_of_last_n_counts_only_recent_results():
+    # L2L: the participant's best of their last 3 submissions counts (../shared/seeds/l2l-fewshot-challenge.txt)
+    from dataclasses import replace as dc_replace
+    days = [f"2026-01-0{d}T00:00:00+00:00" for d in range(1, 6)]
+    results = [result("u", {"a": a, "b": 0}, day, f"u{i}") for i, (a, day) in enumerate(zip([0.99, 0.1, 0.2, 0.3, 0.25], days))]
+    results.append(result("v", {"a": 0.5, "b": 0}, days[0], "v0"))
+    p = dc_replace(phase("absolute", "best"), best_of_last=3)
+    board = leaderboard(p, results)
+    assert [(r.submission, r.rank) for r in board.rows] == [("v0", 1), ("u3", 2)]  # u0's 0.99 is too old
+
+
+def test_combined_leaderboard_reference():
+    # ../shared/reference/README.md: combined values 10, 20, 20, 30 give ranks 1, 2, 2, 4; only
+    # participants present in every phase appear; each participant's best rank per phase counts.
+    from runner.model import CombinedLeaderboard
+    from runner.ranking import Leaderboard, Row, combined
+
+    def board(ranks: dict[str, list[int]]) -> Leaderboard:
+        rows = [Row(p, f"{p}{i}", "", (0.0,), (None,), rank=r) for p, rs in ranks.items() for i, r in enumerate(rs)]
+        return Leaderboard(phase(), rows)
+
+    boards = {"t1": board({"a": [5, 15], "b": [20], "c": [10], "d": [30], "e": [1]}),
+              "t2": board({"a": [15], "b": [20], "c": [30], "d": [30]})}
+    spec = CombinedLeaderboard("all", "All tasks", (("t1", 1.0), ("t2", 1.0)), "mean")
+    rows = combined(spec, boards)
+    assert [(r.participant, r.value, r.rank) for r in rows] == [("a", 10, 1), ("b", 20, 2), ("c", 20, 2), ("d", 30, 4)]
+    weighted = combined(CombinedLeaderboard("w", "W", (("t1", 3.0), ("t2", 1.0)), "sum"), boards)
+    assert [(r.participant, r.value) for r in weighted] == [("a", 30.0), ("c", 60.0), ("b", 80.0), ("d", 120.0)]
