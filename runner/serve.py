@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +34,8 @@ def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: l
     """Regenerate the staging folder whenever a watched file changes; `mkdocs serve` watches the
     staging folder and reloads the browser."""
     regenerate()
+    # SIGTERM (a service manager, a test) must also stop the mkdocs child, so turn it into an exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
                                "-f", str(root / "mkdocs.yml")], cwd=root)
     log(f"serving on http://127.0.0.1:{port}/, regenerating on edits under {', '.join(map(str, watched))}")

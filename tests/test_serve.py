@@ -48,3 +48,4 @@ def test_serve_regenerates_on_edit(repo):
     finally:
         server.terminate()
         server.wait(timeout=30)
+    assert fetch(url) is None  # the mkdocs server it started is gone too
