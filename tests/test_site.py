@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from runner import pages
 from runner.cli import main
 from runner.model import Result, RunRecord
+from runner.ranking import leaderboard
 from runner.sitebuild import BuildError, SiteConfig, build_site
 from runner.store import Store
 from conftest import CHALLENGE, PHASE, write_submission
@@ -20,16 +22,22 @@ DIGEST = "sha256:" + "cd" * 32
 
 
 def add_result(repo: Path, participant: str, sub_id: str, dice: float | None, status: str = "succeeded",
-               error: str | None = None) -> None:
+               error: str | None = None, *, cases: list[float] | None = None, phase: str = PHASE,
+               logs: dict[str, str] | None = None) -> None:
+    """A result whose Dice mean is `dice`; `cases` adds per-case Dice values (metrics["case"])."""
     store = Store(repo)
-    submission = store.submission(write_submission(repo, participant, sub_id, f"ghcr.io/{participant}/a@{DIGEST}"))
+    path = write_submission(repo, participant, sub_id, f"ghcr.io/{participant}/a@{DIGEST}", phase=phase)
     metrics = None if dice is None else {"aggregates": {"dice": {"mean": dice, "std": 0.01, "min": dice - 0.1},
                                                           "jaccard": {"mean": dice / 2, "std": 0.02}}}
+    if cases is not None:
+        metrics["case"] = {f"case-{i:03d}": {"dice": v, "jaccard": v / 2} for i, v in enumerate(cases)}
     when = "2026-03-01T10:00:00+00:00"
-    store.write_result(submission, Result(
-        challenge=CHALLENGE, phase=PHASE, participant=participant, submission=sub_id, status=status,
-        created_at=when, started_at=when, finished_at=when, metrics=metrics, error=error,
-        algorithm=RunRecord(image=f"ghcr.io/{participant}/a@{DIGEST}", exit_code=0, wall_time_s=1.0)))
+    store.write_result(store.submission(path), Result(
+        challenge=CHALLENGE, phase=phase, participant=participant, submission=sub_id, status=status,
+        created_at=when, started_at=when, finished_at=when, metrics=metrics, error=error, logs=logs,
+        algorithm=RunRecord(image=f"ghcr.io/{participant}/a@{DIGEST}", exit_code=0, wall_time_s=1.0,
+                            cases=None if cases is None else {f"case-{i:03d}": {"wall_time_s": 1.5 + i}
+                                                              for i in range(len(cases))})))
 
 
 @pytest.fixture
@@ -60,6 +68,14 @@ def test_built_site_has_leaderboard_in_score_order(scored_repo, builder):
     assert rows[0][4] == "0.467 ± 0.020"          # extra column
     assert "Algorithm failed: ValueError: bad shape" in html  # failed evaluations are listed with their reason
     assert (site / CHALLENGE / "results" / PHASE / "bob" / "v2.json").is_file()
+    assert f'href="../../results/{PHASE}/view/?id=bob/v2"' in html  # each row links to the result viewer
+    assert (site / CHALLENGE / "results" / PHASE / "view" / "index.html").is_file()
+    assert f'results/{PHASE}/view/"' not in html  # the viewer stays out of the navigation
+    assert (site / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").is_file()
+    index = json.loads(((site / "search" / "search_index.json") if builder == "mkdocs" else site / "search.json").read_text())
+    indexed = {doc["location"].split("#")[0] for doc in index.get("docs", index.get("items", []))}
+    assert f"{CHALLENGE}/submit/" in indexed  # organizers' pages are searched, generated ones are not
+    assert not [page for page in indexed if "/leaderboard/" in page or "/results/" in page]
     home = (site / "index.html").read_text()
     assert 'class="catalog-card"' in home and "Ellipsoid Segmentation" in home
     assert (site / CHALLENGE / "index.html").is_file() and (site / CHALLENGE / "submit" / "index.html").is_file()
@@ -115,7 +131,112 @@ def test_leaderboard_command_formats(scored_repo, capsys):
     assert rows[0]["Dice (mean)"] == 0.93456
     assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, PHASE, "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "rank,participant,submission,Dice (mean),Jaccard (mean),Dice (worst case),submitted"
-    assert lines[1].startswith("1,bob,v2,0.93456,")
+    assert lines[0] == ("rank,participant,submission,Dice (mean),Dice (mean) error,Jaccard (mean),"
+                        "Jaccard (mean) error,Dice (worst case),submitted")
+    assert lines[1].startswith("1,bob,v2,0.93456,0.01,")
     assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, "nope"]) == 1
     assert "has no phase 'nope'" in capsys.readouterr().err
+
+
+def stage_of(repo: Path, **kwargs) -> Path:
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, **kwargs)
+    return config.stage
+
+
+def test_leaderboard_downloads_and_ranking_sentence(scored_repo):
+    stage = stage_of(scored_repo)
+    folder = stage / CHALLENGE / "leaderboard" / PHASE
+    rows = json.loads((folder / "leaderboard.json").read_text())
+    assert [(r["rank"], r["participant"], r["Dice (mean)"], r["Dice (mean) error"]) for r in rows] == [
+        (1, "bob", 0.93456, 0.01), (2, "alice", 0.81234, 0.01), (3, "carol", 0.5, 0.01)]
+    lines = (folder / "leaderboard.csv").read_text().splitlines()
+    assert lines[0].startswith("rank,participant,submission,Dice (mean),Dice (mean) error,") and len(lines) == 4
+    page = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert ("**Absolute ranking**: results are ordered on Dice (mean) alone (higher is better), equal ones "
+            "sharing a rank (1, 2, 2, 4); every successful result is listed") in page
+    assert f"[CSV]({PHASE}/leaderboard.csv) · [JSON]({PHASE}/leaderboard.json)" in page
+
+
+def test_mean_of_ranks_is_explained_with_its_columns(repo):
+    phase = Store(repo).phase(CHALLENGE, PHASE)
+    jaccard = replace(phase.extra_results_columns[0], exclude_from_ranking=False)
+    mean = replace(phase, scoring_method_choice="mean", result_display_choice="best",
+                   extra_results_columns=(jaccard,))
+    assert pages.ranking_method(mean) == (
+        "each result is ranked on every ranked column separately (Dice (mean): higher is better; "
+        "Jaccard (mean): higher is better), then ordered by the mean of those ranks, equal ones sharing a "
+        "rank (1, 2, 2, 4); each participant's best result is listed, and one missing a ranked value is "
+        "listed without a rank.")
+    tested = replace(phase, scoring_method_choice="test-then-rank")
+    assert pages.ranking_method(tested).startswith(
+        "every pair of results is compared on Dice (mean) by a one-sided Wilcoxon signed-rank test over cases "
+        "(p ≤ 0.05), and results are ordered by the share of the others they beat, equal ones sharing")
+
+
+def write_blind_phase(repo: Path) -> str:
+    """A copy of the example phase that withholds scores until it closes (2027-12-31 23:59:59 UTC)."""
+    phases = repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text().replace("title: Final test", "title: Blind test")
+    (phases / "blind.yml").write_text(text + "blind: true\n")
+    return "blind"
+
+
+def test_blind_phase_publishes_no_score_until_it_closes(repo):
+    blind = write_blind_phase(repo)
+    add_result(repo, "alice", "v1", 0.81234, cases=[0.71111, 0.82222, 0.93333], phase=blind)
+    add_result(repo, "bob", "v2", 0.93456, cases=[0.64444, 0.75555, 0.86666], phase=blind)
+    stage = stage_of(repo, now=dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc))
+    published = "".join(p.read_text() for p in stage.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".csv"))
+    for secret in ("0.81234", "0.93456", "0.40617", "0.71111", "0.64444", "2.5"):  # scores, per case, times
+        assert secret not in published
+    page = (stage / CHALLENGE / "leaderboard" / f"{blind}.md").read_text()
+    assert page.count("succeeded — scores withheld until 2027-12-31 23:59 UTC") == 2
+    assert page.index("| alice |") < page.index("| bob |")  # in order of submission, not of score
+    assert not (stage / CHALLENGE / "leaderboard" / blind / "uncertainty.json").exists()
+    result = json.loads((stage / CHALLENGE / "results" / blind / "bob" / "v2.json").read_text())
+    assert result["metrics"] is None and result["status"] == "succeeded"
+    assert result["algorithm"] == {"image": f"ghcr.io/bob/a@{DIGEST}", "image_id": None}
+
+    stage = stage_of(repo, now=dt.datetime(2028, 1, 1, tzinfo=dt.timezone.utc))
+    rows = json.loads((stage / CHALLENGE / "leaderboard" / blind / "leaderboard.json").read_text())
+    assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [(1, "bob", 0.93456), (2, "alice", 0.81234)]
+
+
+def test_published_results_carry_no_logs(repo):
+    add_result(repo, "alice", "v1", 0.8, logs={"algorithm": "Traceback: secret"})
+    data = json.loads((stage_of(repo) / CHALLENGE / "results" / PHASE / "alice" / "v1.json").read_text())
+    assert "logs" not in data and data["metrics"]["aggregates"]["dice"]["mean"] == 0.8
+
+
+def test_ranking_uncertainty_needs_two_teams_and_three_cases(repo):
+    target = repo / "build" / "stage" / CHALLENGE / "leaderboard" / PHASE / "uncertainty.json"
+    add_result(repo, "alice", "v1", 0.835, cases=[0.8 + 0.01 * i for i in range(8)])
+    stage_of(repo)
+    assert not target.exists()  # one team
+    add_result(repo, "bob", "v1", 0.635, cases=[0.6 + 0.01 * i for i in range(8)])
+    add_result(repo, "bob", "v2", 0.535, cases=[0.5 + 0.01 * i for i in range(8)])  # a team counts once, by its best
+    stage = stage_of(repo)
+    data = json.loads(target.read_text())
+    assert data["algorithms"] == ["alice", "bob"] and data["cases"] == 8 and data["samples"] == 1000
+    assert data["rank_frequencies"] == {"alice": {"1": 1.0}, "bob": {"2": 1.0}}
+    assert data["significance"] == [[False, True], [False, False]]  # alice beats bob in all 8 cases
+    page = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "## Ranking uncertainty" in page and f"[uncertainty.json]({PHASE}/uncertainty.json)" in page
+
+
+def test_uncertainty_reads_the_phases_per_case_values_or_the_convention(repo):
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.8, 0.9])
+    add_result(repo, "bob", "v1", 0.6, cases=[0.5, 0.6, 0.7])
+    store = Store(repo)
+    named, results = store.phase(CHALLENGE, PHASE), store.results(CHALLENGE, PHASE)
+    conventional = replace(named, score_case_jsonpath=None)  # aggregates.dice.mean: case.*.dice
+    unresolved = replace(conventional, score=replace(named.score, path="aggregates.dice.min"))
+    for phase in (named, conventional):
+        frame, spec = pages.case_values(phase, leaderboard(phase, results), results)
+        assert sorted(frame["algorithm"].unique()) == ["alice", "bob"] and len(frame) == 6
+        assert (spec.method, spec.aggregate, spec.smaller_better) == ("aggregate-then-rank", "mean", False)
+    assert pages.case_values(unresolved, leaderboard(unresolved, results), results) is None
+    per_case = replace(named, scoring_method_choice="rank-then-aggregate")
+    _, spec = pages.case_values(per_case, leaderboard(per_case, results), results)
+    assert spec.method == "rank-then-aggregate"  # the bootstrap ranks as the leaderboard does

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 
-import pandas as pd
 from rich.table import Table
 
-from ..pages import fmt
+from ..history import History, HistoryError, parse_when
+from ..model import Result
+from ..pages import fields, fmt, records, to_csv
 from ..ranking import leaderboard
 from ..store import Store
-from .common import out
+from .common import UsageError, out
 
 
 def register(sub) -> None:
@@ -19,27 +21,42 @@ def register(sub) -> None:
     lb.add_argument("challenge")
     lb.add_argument("phase")
     lb.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    lb.add_argument("--as-of", type=_when, metavar="DATE",
+                    help="the leaderboard as it stood then, from git history (a date means its end, UTC)")
     lb.set_defaults(func=cmd_leaderboard)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     store = Store(args.root)
     phase = store.phase(args.challenge, args.phase)
-    board = leaderboard(phase, store.results(args.challenge, args.phase))
-    titles = [c.title for c in phase.columns]
-    records = [{"rank": r.rank, "participant": r.participant, "submission": r.submission,
-                **dict(zip(titles, r.values)), "submitted": r.created_at} for r in board.rows]
+    board = leaderboard(phase, _results(store, args))
     if args.format == "json":
-        print(json.dumps(records, indent=2))
+        print(json.dumps(records(board), indent=2))
     elif args.format == "csv":
-        frame = pd.DataFrame(records, columns=["rank", "participant", "submission", *titles, "submitted"])
-        print(frame.to_csv(index=False), end="")
+        print(to_csv(records(board), fields(phase)), end="")
     else:
         table = Table(title=f"{args.challenge} / {phase.title}")
-        for name in ("Rank", "Participant", "Submission", *titles):
+        for name in ("Rank", "Participant", "Submission", *(c.title for c in phase.columns)):
             table.add_column(name, justify="left" if name in ("Participant", "Submission") else "right")
         for r in board.rows:
             table.add_row(str(r.rank or "–"), r.participant, r.submission,
                           *(fmt(v, phase.score_decimal_places) for v in r.values))
         out.print(table)
     return 0
+
+
+def _when(text: str) -> dt.datetime:
+    try:
+        return parse_when(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (2026-05-01) or time (2026-05-01T12:00)") from None
+
+
+def _results(store: Store, args: argparse.Namespace) -> list[Result]:
+    as_of = getattr(args, "as_of", None)  # `challenge demo` calls in with the other options only
+    if as_of is None:
+        return store.results(args.challenge, args.phase)
+    try:
+        return History(store).results_as_of(args.challenge, args.phase, as_of)
+    except HistoryError as exc:
+        raise UsageError(f"--as-of needs the repository's git history: {exc}") from None

@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 def generate_pages(root: Path) -> SiteConfig:
     config = SiteConfig.read(root)
-    pages.generate(Store(root), config.stage, config.templates, config.assets)
+    pages.generate(Store(root), config.stage, config.templates, config.assets, cache=root / "build" / "page-cache")
     return config
 
 

@@ -1,0 +1,229 @@
+"""The site at scale: 100 challenges with 60,000 results, page generation and the whole build.
+
+A synthetic repository (results written as the runner writes them, with per-case metrics and
+per-case runner measurements) gets a git history made with `git fast-import`: the results land
+over `--days` days, one commit per challenge and day. Then, each timed:
+
+- page generation (`pages.generate`), fresh and again with nothing changed; target < 30 s;
+- its parts, timed alone in the same process: reading results, ranking, history snapshots,
+  ranking uncertainty;
+- the site build with MkDocs (`sitebuild.build_site`), with the builder's peak RSS (getrusage of
+  its children) and the size of build/site; targets < 5 minutes and < 1 GB;
+- a baseline built in the same run: MkDocs over as many plain Markdown pages, without results,
+  so the ratio tells what the results and their data files cost the builder.
+
+Run: .venv/bin/python benchmarks/bench_site.py [--challenges 100] [--results 60000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from runner import pages
+from runner.history import History
+from runner.model import Result, RunRecord
+from runner.ranking import leaderboard
+from runner.sitebuild import SiteConfig
+from runner.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ("preliminary", "final")
+METRICS = ("dice", "hausdorff")
+START = 1_767_225_600  # 2026-01-01T00:00:00Z
+DIGEST = "sha256:" + "ab" * 32
+PHASE_YML = """title: {title}
+submission_kind: algorithm
+submissions_open_at: 2026-01-01T00:00:00Z
+submissions_close_at: 2026-02-28T00:00:00Z
+score_title: Dice (mean)
+score_jsonpath: aggregates.dice.mean
+score_error_jsonpath: aggregates.dice.std
+score_decimal_places: 3
+extra_results_columns:
+  - path: aggregates.hausdorff.mean
+    title: Hausdorff (mean)
+    order: asc
+    exclude_from_ranking: true
+"""
+BUILD = """import resource, sys
+from pathlib import Path
+from runner.sitebuild import SiteConfig, build_site
+build_site(SiteConfig.read(Path(sys.argv[1])), sys.argv[2])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+times: dict[str, float] = {}
+
+
+@contextmanager
+def timed(stage: str):
+    start = time.perf_counter()
+    yield
+    times[stage] = time.perf_counter() - start
+    print(f"  {stage:<44} {times[stage]:8.2f} s", flush=True)
+
+
+def result(rng: random.Random, slug: str, phase: str, participant: str, sub: str, at: int, cases: int) -> Result:
+    skill = rng.uniform(0.5, 0.95)
+    per_case = {f"case-{c:03d}": {"dice": min(1.0, max(0.0, rng.gauss(skill, 0.05))),
+                                  "hausdorff": rng.uniform(1, 20)} for c in range(cases)}
+    aggregates = {m: {"mean": sum(v[m] for v in per_case.values()) / cases, "std": 0.05} for m in METRICS}
+    when = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(at))
+    runs = {f"case-{c:03d}": {"wall_time_s": rng.uniform(5, 60), "peak_memory_bytes": rng.randint(10**8, 4 * 10**9)}
+            for c in range(cases)}
+    return Result(challenge=slug, phase=phase, participant=participant, submission=sub, status="succeeded",
+                  created_at=when, started_at=when, finished_at=when,
+                  metrics={"case": per_case, "aggregates": aggregates}, runner_version="bench",
+                  algorithm=RunRecord(image=f"ghcr.io/{participant}/algo@{DIGEST}", exit_code=0,
+                                      wall_time_s=sum(r["wall_time_s"] for r in runs.values()), cases=runs))
+
+
+def write_tree(root: Path, *, challenges: int, results: int, cases: int, days: int, seed: int) -> None:
+    """The challenges on disk and, through `git fast-import`, their history: one commit per
+    challenge and day holding that day's results."""
+    rng = random.Random(seed)
+    shutil.copy2(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(REPO / "site", root / "site")
+    per_phase = results // (challenges * len(PHASES))
+    commits: dict[int, list[tuple[str, bytes]]] = {}  # day * challenges + challenge (-1: the setup) -> files
+    for i in range(challenges):
+        slug = f"challenge-{i:03d}"
+        files = {f"challenges/{slug}/challenge.yml": f"name: Challenge {i}\nheadline: Synthetic challenge {i}\n",
+                 f"challenges/{slug}/index.md": f"# Challenge {i}\n\nA synthetic challenge.\n"}
+        files.update({f"challenges/{slug}/phases/{p}.yml": PHASE_YML.format(title=p.title()) for p in PHASES})
+        commits.setdefault(-1, []).extend((rel, text.encode()) for rel, text in files.items())
+        for phase in PHASES:
+            for n in range(per_phase):
+                participant, sub, day = f"team-{n % max(per_phase // 5, 2):03d}", f"s{n:04d}", n * days // per_phase
+                data = result(rng, slug, phase, participant, sub, START + day * 86400 + i, cases).to_json().encode()
+                commits.setdefault(day * challenges + i, []).append(
+                    (f"challenges/{slug}/results/{phase}/{participant}/{sub}.json", data))
+    for files in commits.values():
+        for rel, data in files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+    fast_import(root, commits, challenges)
+
+
+def fast_import(root: Path, commits: dict[int, list[tuple[str, bytes]]], challenges: int) -> None:
+    """Commit each group of files at its day, all in one `git fast-import` stream."""
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    stream = root / "history.fi"
+    with open(stream, "wb") as out:
+        for key in sorted(commits):
+            at = START - 86400 if key < 0 else START + (key // challenges) * 86400 + key % challenges
+            out.write(f"commit refs/heads/main\ncommitter Runner <runner@example.org> {at} +0000\n"
+                      "data 7\nresults\n".encode())
+            for rel, data in commits[key]:
+                out.write(f"M 100644 inline {rel}\ndata {len(data)}\n".encode() + data + b"\n")
+    with open(stream, "rb") as handle:
+        subprocess.run(["git", "fast-import", "--quiet"], cwd=root, stdin=handle, check=True)
+    subprocess.run(["git", "reset", "-q"], cwd=root, check=True)
+    stream.unlink()
+
+
+def parts(store: Store) -> None:
+    """Each part of page generation alone, to show where its time goes."""
+    with timed("  reading results"):
+        loaded = {(s, p): store.results(s, p) for s in store.slugs() for p in store.phases(s)}
+    with timed("  ranking (one leaderboard per phase)"):
+        boards = {key: leaderboard(store.phase(*key), results) for key, results in loaded.items()}
+    history = History(store)
+    with timed("  history: walking git, reading blobs"):
+        found = {key: [history.results(snap) for snap in history.snapshots(*key)] for key in loaded}
+    with timed("  history: ranking each snapshot"):
+        for (slug, phase), snaps in found.items():
+            for results in snaps:
+                leaderboard(store.phase(slug, phase), results)
+    with timed("  ranking uncertainty (bootstrap per phase)"):
+        for key, board in boards.items():
+            pages.ranking_uncertainty(store.phase(*key), board, loaded[key])
+
+
+def build(root: Path, builder: str) -> int:
+    """Build the site in a child process; returns the peak RSS of the builder, in KiB."""
+    out = subprocess.run([sys.executable, "-c", BUILD, str(root), builder], check=True, capture_output=True,
+                         text=True, cwd=REPO)
+    return int(out.stdout.split()[-1])
+
+
+def size(folder: Path) -> tuple[int, int]:
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files), len(files)
+
+
+def baseline(root: Path, pages_count: int) -> Path:
+    """As many plain Markdown pages, nested like the generated ones, with the same mkdocs.yml."""
+    stage = root / "build" / "stage"
+    (root / "site" / "overrides").mkdir(parents=True)
+    shutil.copy2(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    for i in range(pages_count):
+        page = stage / f"section-{i // 10:03d}" / f"page-{i:05d}.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"# Page {i}\n\n" + "Plain text without results. " * 40 + "\n")
+    return root
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--challenges", type=int, default=100)
+    ap.add_argument("--results", type=int, default=60_000)
+    ap.add_argument("--cases", type=int, default=10)
+    ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--builder", choices=("mkdocs", "zensical"), default="mkdocs")
+    ap.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary folder)")
+    args = ap.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-site-"))
+    root = work / "repo"
+    root.mkdir(parents=True)
+    print(f"{args.challenges} challenges x {len(PHASES)} phases, {args.results} results, {args.cases} cases each, "
+          f"{args.days} days of history, in {work}")
+    with timed("writing the synthetic tree and its git history"):
+        write_tree(root, challenges=args.challenges, results=args.results, cases=args.cases, days=args.days, seed=1)
+    config, store, cache = SiteConfig.read(root), Store(root), root / "build" / "page-cache"
+    with timed("page generation, empty cache"):
+        staged = pages.generate(store, config.stage, config.templates, config.assets, cache=cache)
+    with timed("page generation again, nothing changed"):
+        pages.generate(store, config.stage, config.templates, config.assets, cache=cache)
+    parts(store)
+    with timed(f"site build ({args.builder})"):
+        rss = build(root, args.builder)
+    site_bytes, site_files = size(config.site)
+    md_pages = sum(1 for p in staged if p.suffix == ".md")
+    base = baseline(work / "baseline", md_pages)
+    with timed(f"baseline: {md_pages} plain pages ({args.builder})"):
+        base_rss = build(base, args.builder)
+    base_bytes, _ = size(base / "build" / "site")
+    ratio = times[f"site build ({args.builder})"] / times[f"baseline: {md_pages} plain pages ({args.builder})"]
+    fresh, warm = times["page generation, empty cache"], times["page generation again, nothing changed"]
+    whole = fresh + times[f"site build ({args.builder})"]
+    print(f"\nstaged files: {len(staged)} ({md_pages} Markdown pages)")
+    print(f"site: {site_files} files, {site_bytes / 2**20:.0f} MiB; builder peak RSS {rss / 1024:.0f} MiB")
+    print(f"baseline: {base_bytes / 2**20:.0f} MiB, builder peak RSS {base_rss / 1024:.0f} MiB; "
+          f"build time ratio against it {ratio:.2f}")
+    checks = {"page generation < 30 s, empty cache": fresh < 30, "page generation < 30 s, warm cache": warm < 30,
+              "whole build < 5 min": whole < 300,
+              "site < 1 GB": site_bytes < 2**30, "builder RSS < 1 GB": rss < 2**20}
+    for name, ok in checks.items():
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+    print(json.dumps({"times_s": {k: round(v, 2) for k, v in times.items()}, "site_bytes": site_bytes,
+                      "site_files": site_files, "builder_peak_rss_kib": rss, "baseline_peak_rss_kib": base_rss,
+                      "ratio_to_baseline": round(ratio, 2)}))
+    if not args.keep:
+        shutil.rmtree(work)
+    sys.exit(0 if all(checks.values()) else 1)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    main()

@@ -1,0 +1,88 @@
+// Leaderboard pages: sort the table by any column, show a dated snapshot from the History
+// section in place, and draw the ranking uncertainty from its exported JSON.
+(function () {
+  var C = window.ChallengeCharts;
+
+  // Numbers sort as numbers ("0.935 ± 0.010" by its value), "–" (missing) always last.
+  function key(cell) {
+    var t = cell.textContent.trim();
+    if (t === "" || t === "–") return null;
+    var n = /^-?\d+(\.\d+)?(e-?\d+)?/.exec(t);
+    return n ? parseFloat(n[0]) : t.toLowerCase();
+  }
+
+  function compare(a, b, descending) {
+    if (a === null || b === null) return a === b ? 0 : (a === null ? 1 : -1);
+    var order = typeof a === typeof b ? (a < b ? -1 : a > b ? 1 : 0) : (typeof a === "number" ? -1 : 1);
+    return descending ? -order : order;
+  }
+
+  function sortable(table) {
+    var headers = table.querySelectorAll("thead th");
+    headers.forEach(function (th, column) {
+      th.classList.add("lb-sortable");
+      th.setAttribute("tabindex", "0");
+      function sort() {
+        var descending = th.getAttribute("aria-sort") === "ascending";
+        headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows).map(function (row, i) {
+          return { row: row, key: key(row.cells[column]), i: i };
+        });
+        rows.sort(function (a, b) { return compare(a.key, b.key, descending) || a.i - b.i; });
+        rows.forEach(function (r) { body.appendChild(r.row); });
+      }
+      th.addEventListener("click", sort);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
+    });
+  }
+
+  function snapshotTable(data, places) {
+    var table = document.createElement("table"), head = table.createTHead().insertRow();
+    var shown = data.fields.filter(function (f) { return !/ error$/.test(f); });
+    shown.forEach(function (f) { head.appendChild(document.createElement("th")).textContent = f; });
+    var body = table.createTBody();
+    data.rows.forEach(function (record) {
+      var tr = body.insertRow();
+      shown.forEach(function (f) {
+        var v = record[f], err = record[f + " error"];
+        var t = typeof v === "number" && f !== "rank" ? C.format(v, places) : (v === null ? "–" : String(v));
+        if (typeof err === "number") t += " ± " + C.format(err, places);
+        tr.insertCell().textContent = f === "submitted" ? t.slice(0, 10) : t;
+      });
+    });
+    return table;
+  }
+
+  function showSnapshot(link, target) {
+    fetch(link.getAttribute("href")).then(function (r) { return r.json(); }).then(function (data) {
+      target.textContent = "";
+      var p = target.appendChild(document.createElement("p"));
+      p.textContent = "As of " + data.as_of + " (end of day, UTC), commit " + data.commit.slice(0, 12) + ": ";
+      var raw = p.appendChild(document.createElement("a"));
+      raw.href = link.getAttribute("href");
+      raw.textContent = "JSON";
+      var wrap = target.appendChild(document.createElement("div"));
+      wrap.className = "lb-table scroll";
+      wrap.appendChild(snapshotTable(data, Number(target.dataset.places)));
+      sortable(wrap.querySelector("table"));
+    });
+  }
+
+  function uncertainty(box) {
+    fetch(box.dataset.src).then(function (r) { return r.json(); }).then(function (data) {
+      box.querySelector(".lb-blob").appendChild(C.blob(data));
+      box.querySelector(".lb-significance").appendChild(C.matrix(data.algorithms, data.significance));
+    });
+  }
+
+  C.onPage(function () {
+    document.querySelectorAll(".lb-table table").forEach(sortable);
+    var target = document.getElementById("lb-snapshot");
+    document.querySelectorAll("a.lb-snapshot").forEach(function (link) {
+      link.addEventListener("click", function (e) { e.preventDefault(); showSnapshot(link, target); });
+    });
+    document.querySelectorAll("#lb-uncertainty[data-src]").forEach(uncertainty);
+  });
+})();

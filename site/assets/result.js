@@ -1,0 +1,144 @@
+// The result viewer: one page per phase renders any of its results (?id=<participant>/<submission>)
+// from the result's JSON, so the site builder's work does not grow with the number of results.
+(function () {
+  var C = window.ChallengeCharts;
+  var ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+  function add(parent, tag, content, className) {
+    var node = parent.appendChild(document.createElement(tag));
+    if (content !== undefined) node.textContent = content;
+    if (className) node.className = className;
+    return node;
+  }
+
+  // The unit suffix goes: values carry their unit.
+  function label(key) {
+    return key.replace(/_(bytes|byte_s|s)$/, "").replace(/_/g, " ").replace(/^./, function (c) { return c.toUpperCase(); });
+  }
+
+  // Units follow the runner's field names: *_bytes, *_byte_s, *_s.
+  function show(key, value, places) {
+    if (value === null || value === undefined) return "–";
+    if (typeof value === "boolean") return value ? "yes" : "no";
+    if (typeof value !== "number") return typeof value === "object" ? JSON.stringify(value) : String(value);
+    if (/_bytes$/.test(key)) return (value / 1048576).toFixed(1) + " MiB";
+    if (/_byte_s$/.test(key)) return (value / 1073741824).toFixed(2) + " GiB·s";
+    if (/_s$/.test(key)) return value.toFixed(2) + " s";
+    return Number.isInteger(value) ? String(value) : C.format(value, places);
+  }
+
+  function isRecord(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
+
+  // rows: {name: {column: value}} -> a table with a first column named `first`.
+  function grid(parent, first, rows, places) {
+    var names = Object.keys(rows), columns = [];
+    names.forEach(function (n) {
+      Object.keys(rows[n]).forEach(function (c) { if (columns.indexOf(c) < 0) columns.push(c); });
+    });
+    var wrap = add(parent, "div", undefined, "scroll");
+    var table = add(wrap, "table"), head = table.createTHead().insertRow(), body = table.createTBody();
+    [first].concat(columns).forEach(function (c) { add(head, "th", c === first ? c : label(c)); });
+    names.forEach(function (n) {
+      var tr = body.insertRow();
+      tr.insertCell().textContent = n;
+      columns.forEach(function (c) { tr.insertCell().textContent = show(c, rows[n][c], places); });
+    });
+    return columns;
+  }
+
+  function charts(parent, rows, columns, places) {
+    columns.forEach(function (c) {
+      var values = Object.keys(rows).map(function (n) { return rows[n][c]; });
+      if (!values.some(function (v) { return typeof v === "number"; })) return;
+      var figure = add(parent, "figure", undefined, "result-chart");
+      add(figure, "figcaption", label(c) + " per case");
+      figure.appendChild(C.strip(values, { label: label(c) + " per case",
+        format: function (v) { return show(c, v, places); } }));
+    });
+  }
+
+  // The containers' measurements side by side; nested ones (per case) as their own tables.
+  function runs(view, result, places) {
+    add(view, "p", "Submitted " + result.created_at + ", started " + result.started_at + ", finished " +
+      result.finished_at + ".", "result-dates");
+    var present = ["algorithm", "evaluation"].filter(function (k) { return isRecord(result[k]); });
+    if (!present.length) return;
+    add(view, "h3", "Containers");
+    var fields = [];
+    present.forEach(function (run) {
+      Object.keys(result[run]).forEach(function (k) {
+        var v = result[run][k];
+        if (v !== null && !isRecord(v) && fields.indexOf(k) < 0) fields.push(k);
+      });
+    });
+    var table = add(add(view, "div", undefined, "scroll"), "table"), head = table.createTHead().insertRow();
+    [""].concat(present.map(label)).forEach(function (c) { add(head, "th", c); });
+    var body = table.createTBody();
+    fields.forEach(function (k) {
+      var tr = body.insertRow();
+      tr.insertCell().textContent = label(k);
+      present.forEach(function (run) { tr.insertCell().textContent = show(k, result[run][k], places); });
+    });
+    present.forEach(function (run) {
+      Object.keys(result[run]).forEach(function (k) {
+        var nested = result[run][k];
+        if (!isRecord(nested) || !Object.keys(nested).length) return;
+        add(view, "h3", label(run) + ": " + k.replace(/_/g, " "));
+        var columns = grid(view, k === "cases" ? "Case" : "", nested, places);
+        if (k === "cases") charts(view, nested, columns, places);
+      });
+    });
+  }
+
+  function standing(view, board, result, o) {
+    var scores = board.map(function (r) { return r[o.score]; });
+    var mine = board.filter(function (r) {
+      return r.participant === result.participant && r.submission === result.submission;
+    })[0];
+    add(view, "h3", "Standing in this phase");
+    var ranked = board.filter(function (r) { return r.rank !== null; }).length;
+    add(view, "p", mine
+      ? (mine.rank ? "Rank " + mine.rank + " of " + ranked + " ranked results" : "Not ranked") + " on " + o.score +
+        " (" + (o.order === "desc" ? "higher" : "lower") + " is better): " + C.format(mine[o.score], o.places) + "."
+      : "This result is not listed on the leaderboard (the phase lists one result per participant).");
+    var figure = add(view, "figure", undefined, "result-chart");
+    add(figure, "figcaption", o.score + " of every result on the leaderboard" + (mine ? "; this one in red" : ""));
+    figure.appendChild(C.strip(scores, { mark: mine ? mine[o.score] : undefined, label: o.score,
+      format: function (v) { return C.format(v, o.places); } }));
+  }
+
+  function metrics(view, m, places) {
+    if (isRecord(m.aggregates) && Object.keys(m.aggregates).length) {
+      add(view, "h3", "Aggregates");
+      grid(view, "Metric", m.aggregates, places);
+    }
+    if (isRecord(m["case"]) && Object.keys(m["case"]).length) {
+      add(view, "h3", "Per case");
+      var columns = grid(view, "Case", m["case"], places);
+      charts(view, m["case"], columns, places);
+    }
+  }
+
+  function render(view, result, board, o) {
+    view.textContent = "";
+    add(view, "h2", result.participant + " / " + result.submission);
+    add(view, "p", result.status === "succeeded" ? (o.withheld || "Succeeded.") : "Failed: " + (result.error || "no reason given"),
+      "result-status status-" + result.status);
+    if (board && result.status === "succeeded" && !o.withheld) standing(view, board, result, o);
+    if (result.metrics) metrics(view, result.metrics, o.places);
+    runs(view, result, o.places);
+  }
+
+  function load(view) {
+    var o = { score: view.dataset.score, order: view.dataset.order, places: Number(view.dataset.places),
+      withheld: view.dataset.withheld };
+    var id = new URLSearchParams(window.location.search).get("id") || "";
+    if (!ID.test(id)) return;
+    var json = function (url) { return fetch(url).then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); }); };
+    Promise.all([json(view.dataset.results + id + ".json"), json(view.dataset.board).catch(function () { return null; })])
+      .then(function (both) { render(view, both[0], both[1], o); })
+      .catch(function () { view.textContent = "No result " + id + " in this phase."; });
+  }
+
+  C.onPage(function () { document.querySelectorAll("#result-view").forEach(load); });
+})();
