@@ -8,9 +8,10 @@ metric is unranked, never first; "best" ranks everything, keeps each participant
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -40,7 +41,8 @@ class Leaderboard:
 def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
     """Standard competition ranking: equal values share the lowest rank, the next rank skips."""
     keyed = [-v if descending else v for v in values]
-    return [1 + sum(other < mine for other in keyed) for mine in keyed]
+    ordered = sorted(keyed)
+    return [1 + bisect.bisect_left(ordered, mine) for mine in keyed]  # 1 + how many are strictly better
 
 
 def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
@@ -115,7 +117,7 @@ def scored_document(result: Result) -> dict:
     (time, memory, per case) under `runner`, so a leaderboard can rank on them."""
     document = dict(result.metrics or {})
     if result.algorithm is not None and "runner" not in document:
-        document["runner"] = asdict(result.algorithm)
+        document["runner"] = vars(result.algorithm)  # read-only here: no copy of every case
     return document
 
 

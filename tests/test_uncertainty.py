@@ -128,3 +128,16 @@ def test_five_hundred_algorithms_stay_vectorised():
     assert summary.ranks.shape == (100, 500)
     assert summary.significance.shape == (500, 500)
     assert not np.diag(summary.significance.to_numpy()).any()
+
+
+def test_vectorised_kendall_tau_b_matches_scipy():
+    import numpy as np
+    from scipy import stats
+
+    from runner.uncertainty import kendall_tau_b
+    rng = np.random.default_rng(3)
+    reference = rng.integers(1, 6, size=12).astype(float)  # ties included
+    rankings = rng.integers(1, 6, size=(50, 12)).astype(float)
+    rankings[0] = 1.0  # all tied: tau undefined, NaN as in scipy
+    expected = [stats.kendalltau(reference, r).statistic for r in rankings]
+    np.testing.assert_allclose(kendall_tau_b(reference, rankings, chunk_elements=100), expected, rtol=1e-12, equal_nan=True)
