@@ -32,8 +32,8 @@ import pandas as pd
 
 from .history import History, HistoryError
 from .jsonpaths import lookup_all
-from .model import CASE_METHODS, Challenge, Phase, Result
-from .ranking import Leaderboard, leaderboard, scored_document
+from .model import CASE_METHODS, Challenge, CombinedLeaderboard, Phase, Result
+from .ranking import Leaderboard, combined, leaderboard, scored_document
 from .store import Store
 
 if TYPE_CHECKING:
@@ -163,6 +163,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
         for phase in entry.phases:
             _phase_files(run, entry.challenge, phase, store.results(phase.challenge, phase.slug))
+        for spec in entry.challenge.combined_leaderboards:
+            _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
     wanted[Path("index.md")] = _home(store, run.env, entries).encode()
     wanted[Path("catalog.json")] = (json.dumps([export(e) for e in entries], indent=2) + "\n").encode()
@@ -298,6 +300,17 @@ def _bootstrap(phase: Phase, frame: pd.DataFrame, spec: RankSpec) -> dict[str, A
         frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(values, counts)}
     return {**summary.to_dict(), "algorithms": teams, "score": phase.score.title, "cases": int(frame["case"].nunique()),
             "rank_frequencies": frequencies, "significance": summary.significance.loc[teams, teams].to_numpy().tolist()}
+
+
+def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
+    """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
+    phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
+    until = max((u for p in phases.values() if (u := withheld_until(p, run.now))), default=None)
+    rows = [] if until else combined(spec, {slug: leaderboard(p, store.results(challenge.slug, slug))
+                                            for slug, p in phases.items()})
+    page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
+                                                         until=until)
+    run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
 
 
 def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result]) -> None:

@@ -240,3 +240,20 @@ def test_uncertainty_reads_the_phases_per_case_values_or_the_convention(repo):
     per_case = replace(named, scoring_method_choice="rank-then-aggregate")
     _, spec = pages.case_values(per_case, leaderboard(per_case, results), results)
     assert spec.method == "rank-then-aggregate"  # the bootstrap ranks as the leaderboard does
+
+
+def test_combined_leaderboard_page_and_command(scored_repo, capsys):
+    challenge = scored_repo / "challenges" / CHALLENGE
+    (challenge / "phases" / "second.yml").write_text((challenge / "phases" / f"{PHASE}.yml").read_text())
+    (challenge / "challenge.yml").write_text((challenge / "challenge.yml").read_text() + (
+        "combined_leaderboards:\n  - slug: overall\n    title: Overall\n    combine: mean\n    phases:\n"
+        f"      - phase: {PHASE}\n      - phase: second\n"))
+    import shutil
+    shutil.copytree(challenge / "results" / PHASE, challenge / "results" / "second")
+    (challenge / "results" / "second" / "carol" / "v1.json").unlink()  # carol is not ranked in every phase
+    assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, "overall", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["participant"], r["combined"]) for r in rows] == [(1, "bob", 1.0), (2, "alice", 2.0)]
+    assert main(["--root", str(scored_repo), "build"]) == 0
+    html = (scored_repo / "build" / "site" / CHALLENGE / "leaderboard" / "overall" / "index.html").read_text()
+    assert [r[:2] for r in table_rows(html)] == [["1", "bob"], ["2", "alice"]]

@@ -9,9 +9,9 @@ import json
 from rich.table import Table
 
 from ..history import History, HistoryError, parse_when
-from ..model import Result
+from ..model import CombinedLeaderboard, Result
 from ..pages import fields, fmt, records, to_csv
-from ..ranking import leaderboard
+from ..ranking import combined, leaderboard
 from ..store import Store
 from .common import UsageError, out
 
@@ -28,6 +28,9 @@ def register(sub) -> None:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     store = Store(args.root)
+    spec = next((c for c in store.challenge(args.challenge).combined_leaderboards if c.slug == args.phase), None)
+    if spec is not None:
+        return _combined(store, args, spec)
     phase = store.phase(args.challenge, args.phase)
     board = leaderboard(phase, _results(store, args))
     if args.format == "json":
@@ -41,6 +44,27 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         for r in board.rows:
             table.add_row(str(r.rank or "–"), r.participant, r.submission,
                           *(fmt(v, phase.score_decimal_places) for v in r.values))
+        out.print(table)
+    return 0
+
+
+def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard) -> int:
+    """A combined leaderboard of the challenge, named in place of a phase."""
+    boards = {slug: leaderboard(store.phase(args.challenge, slug), store.results(args.challenge, slug))
+              for slug, _ in spec.phases}
+    rows = [{"rank": r.rank, "participant": r.participant, **dict(zip((s for s, _ in spec.phases), r.phase_ranks)),
+             "combined": r.value} for r in combined(spec, boards)]
+    header = ["rank", "participant", *(s for s, _ in spec.phases), "combined"]
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    elif args.format == "csv":
+        print(to_csv(rows, header), end="")
+    else:
+        table = Table(title=f"{args.challenge} / {spec.title}")
+        for name in header:
+            table.add_column(name, justify="left" if name == "participant" else "right")
+        for row in rows:
+            table.add_row(*(f"{row[h]:.2f}" if h == "combined" else str(row[h]) for h in header))
         out.print(table)
     return 0
 
