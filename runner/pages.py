@@ -367,8 +367,9 @@ def _json(data: Any) -> bytes:
 
 def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:
     challenge = store.challenge(slug)
-    return CatalogEntry(challenge, challenge.current_status(today), list(store.phases(slug).values()),
-                        len(store.submission_paths(slug)))
+    # A phase with `public: false` (grand-challenge's option) gets no leaderboard, link or result files.
+    public = [p for p in store.phases(slug).values() if p.public]
+    return CatalogEntry(challenge, challenge.current_status(today), public, len(store.submission_paths(slug)))
 
 
 def export(entry: CatalogEntry) -> dict:

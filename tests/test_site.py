@@ -257,3 +257,13 @@ def test_combined_leaderboard_page_and_command(scored_repo, capsys):
     assert main(["--root", str(scored_repo), "build"]) == 0
     html = (scored_repo / "build" / "site" / CHALLENGE / "leaderboard" / "overall" / "index.html").read_text()
     assert [r[:2] for r in table_rows(html)] == [["1", "bob"], ["2", "alice"]]
+
+
+def test_phase_that_is_not_public_is_not_published(scored_repo):
+    phase = scored_repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
+    phase.write_text(phase.read_text() + "public: false\n")
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets)
+    assert not (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").exists()
+    assert not (config.stage / CHALLENGE / "results" / PHASE).exists()
+    assert f"leaderboard/{PHASE}/" not in (config.stage / "index.md").read_text()
