@@ -24,7 +24,7 @@ import docker.types
 import requests
 
 from .measure import GPU_INTERVAL_S, GpuUsage, Sampler, flare_gpu_summary, memory_reader
-from .outputs import OutputLimits, UnsafeOutput, extract_tar
+from .outputs import OutputLimits, extract_tar
 
 NOBODY = "65534:65534"
 ERROR_LINE_MAX = 1024
