@@ -162,7 +162,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     for entry in entries:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
         for phase in entry.phases:
-            _phase_files(run, entry.challenge, phase, store.results(phase.challenge, phase.slug))
+            _phase_files(run, entry.challenge, phase, store.published(phase.challenge, phase))
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
@@ -306,7 +306,7 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
     until = max((u for p in phases.values() if (u := withheld_until(p, run.now))), default=None)
-    rows = [] if until else combined(spec, {slug: leaderboard(p, store.results(challenge.slug, slug))
+    rows = [] if until else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p))
                                             for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
                                                          until=until)
@@ -338,16 +338,20 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
 
 
 def _snapshots(run: _Run, phase: Phase, folder: Path) -> list[str]:
-    """The table as it stood at the end of each day it changed, from git; none outside git."""
+    """The table as it stood at the end of each day it changed, from git; none outside git.
+    Only results the public may see now appear (approvals, where auto-publish is off)."""
     try:
         snapshots = run.history.snapshots(phase.challenge, phase.slug)
     except HistoryError:
         return []
+    store = run.history.store
+    approvals = "" if phase.auto_publish_new_results else sorted(store.approvals(phase.challenge, phase.slug))
     for snap in snapshots:
         def compute(snap=snap) -> bytes:
-            rows = records(leaderboard(phase, run.history.results(snap)))
+            rows = records(leaderboard(phase, store.visible(phase, run.history.results(snap))))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
-        run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(f"snapshot {phase!r} {snap.commit}", compute)
+        key = f"snapshot {phase!r} {snap.commit} {approvals}"
+        run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 
 

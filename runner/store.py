@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from .model import (Challenge, ModelError, Phase, Result, Submission, load_chall
                     load_result, load_submission)
 
 CHALLENGES = "challenges"
+APPROVAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class Store:
@@ -105,6 +107,24 @@ class Store:
         folder = self.base / slug / "results" / phase
         return [load_result(p) for p in sorted(folder.glob("*/*.json"))]
 
+    def published(self, slug: str, phase: Phase | str) -> list[Result]:
+        """The results the public may see: all of them, or, where the phase sets
+        auto_publish_new_results: false, those an organizer listed in approvals/<phase>.yml."""
+        record = phase if isinstance(phase, Phase) else self.phase(slug, phase)
+        return self.visible(record, self.results(slug, record.slug))
+
+    def visible(self, phase: Phase, results: list[Result]) -> list[Result]:
+        """Of `results` (current or from history), those the public may see now."""
+        if phase.auto_publish_new_results:
+            return results
+        approved = self.approvals(phase.challenge, phase.slug)
+        return [r for r in results if f"{r.participant}/{r.submission}" in approved]
+
+    def approvals(self, slug: str, phase: str) -> set[str]:
+        """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
+        path = self.base / slug / "approvals" / f"{phase}.yml"
+        return set(load_approvals(path)) if path.is_file() else set()
+
     def write_result(self, submission: Submission, result: Result) -> Path:
         """Write through a temporary file and rename, so a reader never sees half a result."""
         path = self.result_path(submission)
@@ -174,6 +194,8 @@ class Store:
             return self.submission
         if len(parts) >= 2 and parts[1] == "results" and path.suffix == ".json":
             return load_result
+        if len(parts) == 3 and parts[1] == "approvals" and path.suffix == ".yml":
+            return load_approvals
         return None
 
     def _check_challenge(self, path: Path) -> None:
@@ -190,6 +212,17 @@ class Store:
         if phase.parent and phase.parent not in self.phases(phase.challenge):
             line = load_yaml(path).line(("parent",))
             raise ModelError(path, line, "parent", f"no phase {phase.parent!r} in this challenge")
+
+
+def load_approvals(path: Path) -> list[str]:
+    doc = load_yaml(path)
+    entries = doc.data if doc.data is not None else []
+    if not isinstance(entries, list):
+        raise doc.error((), "expected a list of participant/id entries")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) or not APPROVAL.fullmatch(entry):
+            raise doc.error((i,), f"{entry!r} is not participant/id, e.g. alice/v1")
+    return entries
 
 
 def _mtime(path: Path) -> float:

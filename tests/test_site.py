@@ -267,3 +267,19 @@ def test_phase_that_is_not_public_is_not_published(scored_repo):
     assert not (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").exists()
     assert not (config.stage / CHALLENGE / "results" / PHASE).exists()
     assert f"leaderboard/{PHASE}/" not in (config.stage / "index.md").read_text()
+
+
+def test_results_wait_for_approval_when_auto_publish_is_off(scored_repo, capsys):
+    phase = scored_repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
+    phase.write_text(phase.read_text() + "auto_publish_new_results: false\n")
+    approvals = scored_repo / "challenges" / CHALLENGE / "approvals" / f"{PHASE}.yml"
+    approvals.parent.mkdir()
+    approvals.write_text("- alice/v1\n- carol/v1\n")
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets)
+    board = json.loads((config.stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.json").read_text())
+    assert [r["participant"] for r in board] == ["alice", "carol"]  # bob's better result awaits approval
+    assert not (config.stage / CHALLENGE / "results" / PHASE / "bob").exists()
+    approvals.write_text("- alice/v1\n- not an entry\n")
+    assert main(["--root", str(scored_repo), "check"]) == 1
+    assert f"{approvals}:2: [1]: 'not an entry' is not participant/id" in capsys.readouterr().out
