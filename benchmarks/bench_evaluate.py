@@ -20,8 +20,8 @@ from pathlib import Path
 
 import docker
 
-from runner.baseimage import ensure_base
-from runner.images import build
+from runner.execution.baseimage import ensure_base
+from runner.execution.images import build
 
 CASES = 20
 QUEUE = 10

@@ -14,8 +14,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from runner.rank_methods import Metric, RankSpec, flare_rank, rank, significance, task_matrix
-from runner.uncertainty import bootstrap
+from runner.ranking.methods import (
+    Metric,
+    RankSpec,
+    flare_rank,
+    rank,
+    significance,
+    task_matrix,
+)
+from runner.ranking.uncertainty import bootstrap
 
 METRICS = (Metric("DSC"), Metric("NSD"), Metric("HD95", smaller_better=True),
            Metric("time", smaller_better=True), Metric("memory", smaller_better=True))

@@ -29,12 +29,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from runner import pages
-from runner.history import History
-from runner.model import Result, RunRecord
-from runner.ranking import leaderboard
-from runner.sitebuild import SiteConfig
-from runner.store import Store
+from runner.ranking.leaderboard import leaderboard
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.tree.history import History
+from runner.tree.model import Result, RunRecord
+from runner.tree.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("preliminary", "final")
@@ -57,7 +57,7 @@ extra_results_columns:
 """
 BUILD = """import resource, sys
 from pathlib import Path
-from runner.sitebuild import SiteConfig, build_site
+from runner.site.build import SiteConfig, build_site
 build_site(SiteConfig.read(Path(sys.argv[1])), sys.argv[2])
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """

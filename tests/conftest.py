@@ -14,15 +14,12 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.baseimage import ensure_base
-from runner.demo import prepare_workspace
-from runner.images import context_hash
-from runner.sandbox import DockerSandbox
-
-REPO = Path(__file__).resolve().parents[1]
-IMAGES = Path(__file__).parent / "images"
-CHALLENGE = "ellipsoid-segmentation"
-PHASE = "final-test"
+from runner.evaluation.examples import prepare_workspace
+from runner.execution.baseimage import ensure_base
+from runner.execution.images import context_hash
+from runner.execution.sandbox import DockerSandbox
+from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
+from tests.helpers import CHALLENGE, IMAGES, REPO
 
 
 @pytest.fixture(scope="session")
@@ -83,8 +80,3 @@ def data_root(tmp_path_factory) -> Path:
     return root
 
 
-def write_submission(repo: Path, participant: str, sub_id: str, image: str, phase: str = PHASE) -> Path:
-    path = repo / "challenges" / CHALLENGE / "submissions" / phase / participant / f"{sub_id}.yml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"phase: {phase}\nimage: {image}\n")
-    return path

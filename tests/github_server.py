@@ -283,4 +283,4 @@ def github(origin: Path):
     hub.close()
 
 
-__all__ = ["FakeGitHub", "Link", "OWNER_REPO", "git", "github", "make_origin", "origin"]
+__all__ = ["OWNER_REPO", "FakeGitHub", "Link", "git", "github", "make_origin", "origin"]

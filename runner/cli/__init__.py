@@ -17,11 +17,12 @@ from pathlib import Path
 
 import docker.errors
 
-from .. import __version__
-from ..evaluate import RunnerError
-from ..located import ModelError
-from ..sandbox import SandboxError
-from ..sitebuild import BuildError
+from runner import __version__
+from runner.evaluation.job import RunnerError
+from runner.execution.sandbox import SandboxError
+from runner.site.build import BuildError
+from runner.tree.located import ModelError
+
 from .common import UsageError, err
 
 # subcommand -> the module here that registers it

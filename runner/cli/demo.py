@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import demo, serve
-from ..evaluate import RunnerConfig, RunnerError
-from ..sitebuild import build_site
-from ..store import Store
+from runner.evaluation import examples
+from runner.evaluation.job import RunnerConfig, RunnerError
+from runner.site import serve
+from runner.site.build import build_site
+from runner.tree.store import Store
+
 from .common import err, out
 from .evaluate import runner_sandbox, with_progress
 from .leaderboard import cmd_leaderboard
@@ -26,17 +28,17 @@ def register(sub) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    workspace = demo.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
+    workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     store = Store(workspace)
     err.print(f"demo workspace: {workspace}")
     sandbox, base = runner_sandbox(args.base_image)
     err.print(f"base image: {base}")
     data_root = workspace / "data-root"
-    for slug in demo.make_hidden_data(store, data_root):
+    for slug in examples.make_hidden_data(store, data_root):
         err.print(f"hidden data written for {slug} under {data_root}")
-    for example in demo.examples(store):
+    for example in examples.examples(store):
         err.print(f"building example {example.challenge}/{example.folder.name}")
-        demo.submit(example, store, sandbox, base)
+        examples.submit(example, store, sandbox, base)
     config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
     with sandbox:
         reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)

@@ -7,15 +7,22 @@ import hashlib
 import os
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-from ..baseimage import ensure_base
-from ..evaluate import ENV_DATA_ROOT, RunnerConfig
-from ..measure import nvml_reader
-from ..jobs import JobReport, run_jobs
-from ..model import Submission
-from ..sandbox import DockerSandbox
-from ..store import Store
+from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
+from runner.evaluation.queue import JobReport, run_jobs
+from runner.execution.baseimage import ensure_base
+from runner.execution.measure import nvml_reader
+from runner.execution.sandbox import DockerSandbox
+from runner.tree.model import Submission
+from runner.tree.store import Store
+
 from .common import UsageError, err, out
 
 ENV_GPUS = "CHALLENGE_GPUS"

@@ -8,11 +8,12 @@ import json
 
 from rich.table import Table
 
-from ..history import History, HistoryError, parse_when
-from ..model import CombinedLeaderboard, Result
-from ..pages import fields, fmt, records, to_csv
-from ..ranking import combined, leaderboard
-from ..store import Store
+from runner.ranking.leaderboard import combined, leaderboard
+from runner.site.pages import fields, fmt, records, to_csv
+from runner.tree.history import History, HistoryError, parse_when
+from runner.tree.model import CombinedLeaderboard, Result
+from runner.tree.store import Store
+
 from .common import UsageError, out
 
 

@@ -13,8 +13,17 @@ from typing import get_args
 import pandas as pd
 from rich.table import Table
 
-from ..rank_methods import COLUMNS, Aggregate, Method, PAdjust, RankSpec, Ties, rank
-from ..uncertainty import bootstrap
+from runner.ranking.methods import (
+    COLUMNS,
+    Aggregate,
+    Method,
+    PAdjust,
+    RankSpec,
+    Ties,
+    rank,
+)
+from runner.ranking.uncertainty import bootstrap
+
 from .common import UsageError, out
 
 MISSING_TOKENS = {"", "NA", "NaN", "nan", "null"}

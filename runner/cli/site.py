@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import pages, serve
-from ..sitebuild import BUILDERS, SiteConfig, build_site
-from ..store import Store
+from runner.site import pages, serve
+from runner.site.build import BUILDERS, SiteConfig, build_site
+from runner.tree.store import Store
+
 from .common import err, out
 
 

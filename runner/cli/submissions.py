@@ -17,11 +17,12 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import gitops
-from ..github import ENV_TOKEN, GitHub, GitHubError
-from ..publish import notify, review
-from ..rules import Proposal, Verdict, check
-from ..store import Store
+from runner.pullrequests import gitops
+from runner.pullrequests.github import ENV_TOKEN, GitHub, GitHubError
+from runner.pullrequests.review import notify, review
+from runner.pullrequests.rules import Proposal, Verdict, check
+from runner.tree.store import Store
+
 from .common import UsageError, err, out
 
 VERDICT_FILE = "verdict.json"
@@ -110,7 +111,7 @@ def _reported(command: Callable[[argparse.Namespace], int]) -> Callable[[argpars
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _hub(args: argparse.Namespace) -> GitHub:
@@ -274,7 +275,9 @@ def _step(title: str) -> None:
 
 
 def _challenge(root: Path, *argv: str, ok: tuple[int, ...] = (0,)) -> int:
-    from . import main  # the package's entry point imports this module; importing it here avoids a cycle
+    from . import (
+        main,  # the package's entry point imports this module; importing it here avoids a cycle
+    )
     out.print(f"$ challenge {' '.join(argv)}", markup=False)
     code = main(["--root", str(root), *argv])
     if code not in ok:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..store import Store
+from runner.tree.store import Store
+
 from .common import err, out
 
 

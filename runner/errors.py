@@ -1,0 +1,59 @@
+"""The one error base every stage raises, and the one retry policy.
+
+Knows nothing of challenges, Docker, git or GitHub, and imports nothing else of the package, so
+every stage can use it. The CLI catches `ChallengeError` alone and prints it as one line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class ChallengeError(Exception):
+    """A problem the user reads as one line. `transient` marks one that the same call may not meet
+    again (an engine hiccup, a rate limit, a push race): `Retry` tries those again; `retry_after`
+    is how long the other side asked us to wait, when it said."""
+
+    def __init__(self, message: str, *, transient: bool = False, retry_after: float | None = None):
+        super().__init__(message)
+        self.transient, self.retry_after = transient, retry_after
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How often and how long to wait between tries: doubling from `first`, or as long as the other
+    side asked, never longer than `longest`. The waits go through `sleep`, so tests record them."""
+
+    attempts: int = 3
+    first: float = 2.0
+    longest: float = 300.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def wait(self, attempt: int, asked: float | None = None) -> float:
+        if asked is not None:
+            return min(max(asked, 1.0), self.longest)
+        return min(self.first * 2 ** (attempt - 1), self.longest)
+
+    def call(self, action: Callable[[int], T], *, log: Callable[[str], None] = lambda line: None) -> T:
+        """`action(attempt)` until it returns. A transient ChallengeError is tried again after a wait,
+        reported through `log`; any other error, or the last attempt's, is raised as it is, the
+        last one saying how many tries were made."""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return action(attempt)
+            except ChallengeError as exc:
+                if not exc.transient:
+                    raise
+                if attempt == self.attempts:
+                    if self.attempts > 1:
+                        exc.args = (f"{exc}; gave up after {self.attempts} tries",)
+                    raise
+                wait = self.wait(attempt, exc.retry_after)
+                log(f"{exc}; retrying in {wait:.0f} s (try {attempt + 1} of {self.attempts})")
+                self.sleep(wait)
+        raise AssertionError("unreachable")

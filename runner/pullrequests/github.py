@@ -1,0 +1,192 @@
+"""All GitHub access, through PyGithub: pull requests, their files and contents, comments, labels,
+merges. Nothing else in the package talks to GitHub.
+
+GitHub rate-limits (403 with X-RateLimit-Remaining: 0, 429, secondary limits) and has bad moments
+(5xx, dropped connections); every call is retried with backoff, each retry is reported through
+`log`, and the waits go through an injectable `sleep`. Other answers fail at once, as one line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import requests
+from github import Auth, Github, GithubException
+
+from runner.pullrequests.rules import Change
+
+API_URL = "https://api.github.com"
+ENV_TOKEN, ENV_API_URL, ENV_REPOSITORY = "GITHUB_TOKEN", "GITHUB_API_URL", "GITHUB_REPOSITORY"
+T = TypeVar("T")
+
+
+class GitHubError(RuntimeError):
+    """GitHub refused a request, or kept failing after every retry."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How often and how long to wait between tries: doubling from `first`, or until the rate
+    limit resets when GitHub says when, never longer than `longest`."""
+
+    attempts: int = 5
+    first: float = 2.0
+    longest: float = 300.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def wait(self, attempt: int, reset_in: float | None) -> float:
+        if reset_in is not None:
+            return min(max(reset_in, 1.0), self.longest)
+        return min(self.first * 2 ** (attempt - 1), self.longest)
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str
+    author: str
+    head_sha: str
+    base_ref: str
+    open: bool
+    merged: bool
+    url: str
+
+
+class GitHub:
+    """One repository on GitHub (or on a server speaking its REST API, such as the tests' fake)."""
+
+    def __init__(self, repository: str, *, token: str | None, api_url: str = API_URL,
+                 backoff: Backoff = Backoff(), log: Callable[[str], None] = lambda line: None,
+                 pause: bool = True):
+        # PyGithub's own retries would sleep out of our sight; ours report and can be shortened.
+        # Its pauses between requests keep clear of GitHub's secondary rate limits.
+        self._client = Github(auth=Auth.Token(token) if token else None, base_url=api_url.rstrip("/"),
+                              retry=0, seconds_between_requests=0.25 if pause else None,
+                              seconds_between_writes=1.0 if pause else None, lazy=True)
+        self.repository, self.backoff, self.log = repository, backoff, log
+        self._repo = self._client.get_repo(repository)  # lazy: objects load on first use
+
+    @classmethod
+    def from_env(cls, repository: str | None = None, api_url: str | None = None, **kwargs) -> GitHub:
+        """The repository and credentials a workflow step gets from GitHub Actions' environment."""
+        repository = repository or os.environ.get(ENV_REPOSITORY)
+        if not repository:
+            raise GitHubError(f"no repository: pass --repo OWNER/NAME or set {ENV_REPOSITORY}")
+        return cls(repository, token=os.environ.get(ENV_TOKEN) or None,
+                   api_url=api_url or os.environ.get(ENV_API_URL) or API_URL, **kwargs)
+
+    # --- pull requests ---------------------------------------------------------------------------
+
+    def pull(self, number: int) -> PullRequest:
+        def read() -> PullRequest:
+            pr = self._repo.get_pull(number)
+            return PullRequest(number=pr.number, title=pr.title, author=pr.user.login, head_sha=pr.head.sha,
+                               base_ref=pr.base.ref, open=pr.state == "open", merged=pr.merged, url=pr.html_url)
+        return self._call(f"reading pull request #{number}", read)
+
+    def changes(self, number: int) -> tuple[Change, ...]:
+        def read() -> tuple[Change, ...]:
+            return tuple(Change(f.filename, f.status, f.previous_filename)
+                         for f in self._repo.get_pull(number).get_files())
+        return self._call(f"listing the files of pull request #{number}", read)
+
+    def content(self, path: str, ref: str) -> bytes | None:
+        """A regular file's bytes at `ref`; None for anything else (GitHub reports a link leaving the
+        repository as a symlink, and follows one that stays inside)."""
+        def read() -> bytes | None:
+            found = self._repo.get_contents(path, ref=ref)
+            return found.decoded_content if not isinstance(found, list) and found.type == "file" else None
+        return self._call(f"reading {path} at {ref[:12]}", read)
+
+    def merge(self, number: int, *, sha: str, title: str, message: str = "") -> str:
+        """Squash-merge exactly commit `sha` (GitHub refuses if the head moved); the merge commit's SHA.
+        Squashing makes the commit that adds a submission GitHub's, so its time cannot be forged."""
+        def merge() -> str:
+            status = self._repo.get_pull(number).merge(commit_title=title, commit_message=message,
+                                                       merge_method="squash", sha=sha)
+            if not status.merged:
+                raise GitHubError(f"merging pull request #{number}: {status.message}")
+            return status.sha
+        return self._call(f"merging pull request #{number}", merge)
+
+    def pulls_for_commit(self, sha: str) -> list[int]:
+        return self._call(f"finding the pull request of commit {sha[:12]}",
+                          lambda: [p.number for p in self._repo.get_commit(sha).get_pulls()])
+
+    # --- comments and labels ----------------------------------------------------------------------
+
+    def upsert_comment(self, number: int, *, marker: str, body: str) -> str:
+        """Post `body` once per marker: the bot's earlier comment holding the hidden marker is edited
+        in place. Returns created, edited or unchanged."""
+        text = f"{marker}\n{body}"
+
+        def upsert() -> str:
+            issue = self._repo.get_issue(number)
+            mine = [c for c in issue.get_comments() if marker in c.body and c.user.type == "Bot"]
+            if not mine:
+                issue.create_comment(text)
+                return "created"
+            if mine[0].body == text:
+                return "unchanged"
+            mine[0].edit(text)
+            return "edited"
+        return self._call(f"commenting on #{number}", upsert)
+
+    def set_labels(self, number: int, *, add: str, remove: tuple[str, ...] = ()) -> None:
+        def label() -> None:
+            issue = self._repo.get_issue(number)
+            have = {lb.name for lb in issue.get_labels()}
+            for name in sorted(have & set(remove) - {add}):
+                issue.remove_from_labels(name)
+            if add not in have:
+                issue.add_to_labels(add)
+        self._call(f"labelling #{number}", label)
+
+    # --- retries ------------------------------------------------------------------------------------
+
+    def _call(self, what: str, action: Callable[[], T]) -> T:
+        attempts = self.backoff.attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return action()
+            except GithubException as exc:
+                if not _transient(exc):
+                    raise GitHubError(f"{what}: GitHub answered {exc.status}: {_message(exc)}") from None
+                reason, reset_in = f"GitHub answered {exc.status} ({_message(exc)})", _reset_in(exc)
+            except requests.RequestException as exc:
+                reason, reset_in = f"GitHub did not answer ({type(exc).__name__})", None
+            if attempt == attempts:
+                raise GitHubError(f"{what}: {reason}; gave up after {attempts} tries")
+            wait = self.backoff.wait(attempt, reset_in)
+            self.log(f"{what}: {reason}; retrying in {wait:.0f} s (try {attempt + 1} of {attempts})")
+            self.backoff.sleep(wait)
+        raise AssertionError("unreachable")
+
+
+def _header(exc: GithubException, name: str) -> str | None:
+    return next((v for k, v in (exc.headers or {}).items() if k.lower() == name.lower()), None)
+
+
+def _transient(exc: GithubException) -> bool:
+    if exc.status >= 500 or exc.status == 429:
+        return True
+    limited = _header(exc, "X-RateLimit-Remaining") == "0" or _header(exc, "Retry-After") is not None
+    return exc.status == 403 and limited
+
+
+def _reset_in(exc: GithubException) -> float | None:
+    """Seconds until GitHub says the limit lifts: Retry-After, else X-RateLimit-Reset (epoch seconds)."""
+    if (after := _header(exc, "Retry-After")) and after.isdigit():
+        return float(after)
+    if (reset := _header(exc, "X-RateLimit-Reset")) and reset.isdigit():
+        return float(reset) - time.time()
+    return None
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    return str(data.get("message") or exc.data or "no message").strip()

@@ -1,0 +1,146 @@
+"""What goes back to a pull request: the rules' verdict (one comment, a label, the merge) and, once
+the runner has evaluated the submission, its result.
+
+The review reads the pull request only through the API, at the commit the validate workflow saw,
+and judges it against the default branch's tree: nothing from the pull request is checked out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from runner.pullrequests import gitops
+from runner.pullrequests.github import GitHub, GitHubError, PullRequest
+from runner.pullrequests.rules import Proposal, Verdict, check
+from runner.ranking.leaderboard import scored_document
+from runner.site.pages import fmt
+from runner.tree.jsonpaths import lookup
+from runner.tree.model import Phase, Result, load_result
+from runner.tree.store import Store
+
+VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
+LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration"}
+RESULT_FILES = "challenges/*/results/*/*/*.json"
+
+
+@dataclass(frozen=True)
+class Review:
+    number: int
+    verdict: Verdict | None = None
+    comment: str = ""  # created, edited or unchanged
+    merged: str | None = None  # the merge commit
+    skipped: str = ""  # why the pull request was left alone
+    merge_error: str = ""
+
+
+def review(hub: GitHub, store: Store, *, number: int, head_sha: str, base: str, now: dt.datetime,
+           merge: bool, allow_local_images: bool = False) -> Review:
+    """Judge pull request `number` at `head_sha`, comment the verdict, label it, and merge it if valid."""
+    pr = hub.pull(number)
+    if why := _stale(pr, head_sha, base):
+        return Review(number, skipped=why)
+    proposal = Proposal(pr.author, hub.changes(number), lambda path: hub.content(path, pr.head_sha))
+    verdict = check(store, proposal, now=now, allow_local_images=allow_local_images)
+    merged, merge_error = _merge(hub, pr, verdict) if merge else (None, "")
+    comment = hub.upsert_comment(number, marker=VERDICT_MARKER,
+                                 body=verdict_comment(verdict, merged=merged, merge_error=merge_error))
+    label = _label(verdict)
+    hub.set_labels(number, add=label, remove=tuple(v for v in LABELS.values() if v != label))
+    return Review(number, verdict, comment, merged, merge_error=merge_error)
+
+
+def _merge(hub: GitHub, pr: PullRequest, verdict: Verdict) -> tuple[str | None, str]:
+    """Merge a valid submission at the judged commit: the merge commit, or why it failed."""
+    if not (verdict.ok and verdict.kind == "submission"):
+        return None, ""
+    try:
+        return hub.merge(pr.number, sha=pr.head_sha, title=f"Submission {verdict.path} (#{pr.number})",
+                         message=f"Validated at {pr.head_sha} and merged by the review workflow."), ""
+    except GitHubError as exc:
+        return None, str(exc)
+
+
+def _stale(pr: PullRequest, head_sha: str, base: str) -> str:
+    if not pr.open:
+        return f"#{pr.number} is {'merged' if pr.merged else 'closed'}"
+    if pr.head_sha != head_sha:
+        return f"#{pr.number} moved on to {pr.head_sha[:12]}; the validation of that commit will review it"
+    if pr.base_ref != base:
+        return f"#{pr.number} targets {pr.base_ref}, not {base}"
+    return ""
+
+
+def _label(verdict: Verdict) -> str:
+    if verdict.kind == "registration" and verdict.ok:
+        return LABELS["registration"]
+    return LABELS["valid" if verdict.ok else "invalid"]
+
+
+def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error: str = "") -> str:
+    if not verdict.ok:
+        lines = "\n".join(f"- {p}" for p in verdict.problems)
+        return ("### ❌ This pull request cannot be accepted yet\n\n" + lines +
+                "\n\nPush a fix to this pull request; it is checked again automatically.")
+    if verdict.kind == "registration":
+        return (f"### ✅ Registration `{verdict.path}` is complete\n\n"
+                "An organizer reviews registrations and merges this pull request to approve it.")
+    if merge_error:
+        return (f"### ✅ Submission `{verdict.path}` is valid, but could not be merged\n\n"
+                f"{merge_error}\n\nAn organizer will look at it.")
+    state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
+    return (f"### ✅ Submission `{verdict.path}` accepted\n\n{state}. "
+            "The result is posted here when the evaluation is done.")
+
+
+# --- results ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Notice:
+    result: str
+    pulls: tuple[int, ...]
+    comments: tuple[str, ...]
+
+
+def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[Notice]:
+    """Comment every result that `commit` added on the pull request that brought its submission.
+    Each result has its own marker, so notifying twice edits the same comment."""
+    notices = []
+    for rel in gitops.added_in(store.root, commit, RESULT_FILES):
+        result = load_result(store.root / rel)
+        submission = PurePosixPath(rel.replace("/results/", "/submissions/", 1)).with_suffix(".yml")
+        added = gitops.added_by(store.root, str(submission))
+        pulls = tuple(hub.pulls_for_commit(added)) if added else ()
+        phase = store.phase(result.challenge, result.phase)
+        body = result_comment(result, phase, now=now)
+        key = f"{result.challenge}/{result.phase}/{result.participant}/{result.submission}"
+        marker = f"<!-- challenge-bot:result:{key} -->"
+        comments = tuple(hub.upsert_comment(n, marker=marker, body=body) for n in pulls)
+        notices.append(Notice(rel, pulls, comments))
+    return notices
+
+
+def result_comment(result: Result, phase: Phase, *, now: dt.datetime) -> str:
+    key = f"`{result.participant}/{result.submission}` in phase {phase.title}"
+    if result.status == "failed":
+        return f"### ❌ Evaluation of {key} failed\n\n{_fenced(result.error or '')}"
+    closes = phase.submissions_close_at
+    if phase.blind and (closes is None or now < closes):
+        until = f" until submissions close on {closes:%Y-%m-%d %H:%M} UTC" if closes else ""
+        return f"### ✅ Evaluation of {key} succeeded, scores withheld\n\nThis phase is blind: scores are hidden{until}."
+    document = scored_document(result)
+    header = " | ".join(c.title for c in phase.columns)
+    values = " | ".join(fmt(lookup(document, c.path), phase.score_decimal_places) for c in phase.columns)
+    rule = " | ".join("---:" for _ in phase.columns)
+    return (f"### ✅ Evaluation of {key} succeeded\n\n| {header} |\n| {rule} |\n| {values} |\n\n"
+            "The leaderboard shows it once the site is rebuilt.")
+
+
+def _fenced(text: str) -> str:
+    """A code block that no backtick run in `text` (a participant's stderr line) can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"

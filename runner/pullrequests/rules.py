@@ -1,0 +1,340 @@
+"""May this pull request's submission run? Each rule that fails gives one line its author can act on.
+
+The rules read plain records (the files a pull request changes, and a way to read the one it
+adds), so the same code judges a git diff in the untrusted validate workflow and a pull request
+read through the API at a fixed commit in the trusted one. The challenge tree they consult
+(phases, teams, registrations, results) is always the default branch's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from runner.tree.fields import Fields
+from runner.tree.located import ModelError, load_yaml
+from runner.tree.model import (
+    NAME,
+    Challenge,
+    Phase,
+    Submission,
+    check_image_ref,
+    load_submission,
+    parse_time,
+)
+from runner.tree.store import Store
+
+SUBMISSION_PATH = re.compile(r"challenges/(?P<challenge>[^/]+)/submissions/(?P<phase>[^/]+)/"
+                             r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.yml")
+REGISTRATION_PATH = re.compile(r"challenges/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
+WHERE = "challenges/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
+MAX_LISTED = 10  # other changed files named one by one; the rest are counted
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file a pull request changes, in GitHub's words (added, modified, removed, renamed)."""
+
+    path: str
+    status: str
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A pull request as the rules see it: who opened it, what it changes, and how to read its files."""
+
+    author: str
+    changes: tuple[Change, ...]
+    read: Callable[[str], bytes | None]  # a regular file's bytes at the head; None for a link or submodule
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # submission, registration, or unknown (neither could be found)
+    path: str | None
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_images: bool = False) -> Verdict:
+    """Every rule's verdict on the proposal, judged against the tree in `store`."""
+    target = _target(proposal.changes)
+    if target is None:
+        return Verdict("unknown", None, tuple(_unknown(proposal.changes)))
+    if match := REGISTRATION_PATH.fullmatch(target.path):
+        problems = _registration_file(store, proposal, target, match)
+        return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
+    return Verdict("submission", target.path, tuple(_submission(store, proposal, target, now, allow_local_images)))
+
+
+def _target(changes: tuple[Change, ...]) -> Change | None:
+    found = [c for c in changes if _proposed(c)]
+    return found[0] if len(found) == 1 else None
+
+
+def _proposed(change: Change) -> bool:
+    return bool(SUBMISSION_PATH.fullmatch(change.path) or REGISTRATION_PATH.fullmatch(change.path))
+
+
+def _unknown(changes: tuple[Change, ...]) -> list[str]:
+    touched = [c.path for c in changes if _proposed(c)]
+    if touched:
+        shown = ", ".join(touched[:3]) + (", ..." if len(touched) > 3 else "")
+        return [f"this pull request touches {len(touched)} submission or registration files ({shown}); "
+                "add exactly one per pull request"]
+    return [f"this pull request adds no submission: add one file at {WHERE}"]
+
+
+def _others(changes: tuple[Change, ...], target: Change, companion: str | None = None) -> list[str]:
+    """One line per file the pull request changes besides its own file (and a predictions file it adds)."""
+    others = [c for c in changes if c is not target and not (c.path == companion and c.status == "added")]
+    verbs = {"added": "adds", "removed": "removes", "renamed": "renames"}
+    lines = [f"{c.path}: this pull request {verbs.get(c.status, 'changes')} it, but a submission pull request "
+             "adds one file and changes nothing else" for c in others[:MAX_LISTED]]
+    if len(others) > MAX_LISTED:
+        lines.append(f"... and {len(others) - MAX_LISTED} more changed files")
+    return lines
+
+
+def _not_added(change: Change) -> list[str]:
+    if change.status == "added":
+        return []
+    if change.status == "removed":
+        return [f"{change.path}: this pull request removes it; submissions are never removed by pull request"]
+    return [f"{change.path} already exists: a submission is a new file, so add one with a new id instead of "
+            "changing this one"]
+
+
+# --- the submission file -----------------------------------------------------------------------
+
+
+def _submission(store: Store, proposal: Proposal, target: Change, now: dt.datetime,
+                allow_local: bool) -> list[str]:
+    match = SUBMISSION_PATH.fullmatch(target.path)
+    slug, participant, sub_id = match["challenge"], match["participant"], match["id"]
+    if problems := _not_added(target) or _where(store, slug, match["phase"]):
+        return [*_others(proposal.changes, target), *problems]
+    phase = store.phase(slug, match["phase"])
+    try:
+        submission = _proposed_file(proposal, target.path, lambda path: load_submission(
+            path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind))
+        content = _image(submission, target.path, phase, allow_local)
+    except ModelError as exc:
+        submission, content = None, [str(exc)]
+    return [*_others(proposal.changes, target, _companion(target.path, submission)),
+            *_identity(store, slug, participant, proposal.author),
+            *_registered(store, store.challenge(slug), proposal.author), *content,
+            *_window(phase, now), *_parent(store, phase, participant), *_limit(store, phase, participant, sub_id, now)]
+
+
+def _where(store: Store, slug: str, phase: str) -> list[str]:
+    slugs = store.slugs()
+    if slug not in slugs:
+        return [f"there is no challenge {slug!r} (challenges: {', '.join(slugs) or 'none'}); submit at {WHERE}"]
+    phases = store.phases(slug)
+    if phase not in phases:
+        return [f"challenge {slug!r} has no phase {phase!r} (phases: {', '.join(phases) or 'none'})"]
+    return []
+
+
+def _identity(store: Store, slug: str, participant: str, author: str) -> list[str]:
+    if not NAME.fullmatch(participant):
+        return [f"{participant!r} is not a participant name: use your GitHub login ({author})"]
+    if participant.lower() == author.lower():
+        return []
+    path = store.base / slug / "teams.yml"
+    if author.lower() in load_teams(path).get(participant, frozenset()):
+        return []
+    return [f"the folder {participant!r} is neither your GitHub login ({author}) nor a team of yours in "
+            f"{path.relative_to(store.root)}: submit under submissions/<phase>/{author}/"]
+
+
+def _proposed_file(proposal: Proposal, rel: str, load: Callable[[Path], T]) -> T:
+    """Load the proposed file from a scratch copy (same name), naming it by its repository path in errors."""
+    content = proposal.read(rel)
+    if content is None:
+        raise ModelError(rel, None, None, "must be a regular file, not a symbolic link or submodule")
+    with tempfile.TemporaryDirectory(prefix="challenge-proposal-") as tmp:
+        path = Path(tmp) / PurePosixPath(rel).name
+        path.write_bytes(content)
+        try:
+            return load(path)
+        except ModelError as exc:
+            raise ModelError(rel, exc.line, exc.field, exc.message) from None
+        except UnicodeDecodeError:
+            raise ModelError(rel, None, None, "is not UTF-8 text") from None
+
+
+def _image(submission: Submission, rel: str, phase: Phase, allow_local: bool) -> list[str]:
+    if submission.image is None:
+        return []
+    if why := check_image_ref(submission.image, allow_local=allow_local):
+        return [f"{rel}: image: {why}"]
+    registry = registry_of(submission.image)
+    if phase.allowed_registries and registry and registry not in phase.allowed_registries:
+        return [f"{rel}: image: registry {registry} is not accepted in phase {phase.title!r}; "
+                f"push to {' or '.join(phase.allowed_registries)}"]
+    return []
+
+
+def registry_of(image: str) -> str | None:
+    """The registry host of a pinned reference as Docker reads it (none for a local image ID)."""
+    name = image.split("@")[0]
+    if name.startswith("sha256:"):
+        return None
+    first, _, rest = name.partition("/")
+    return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+def _companion(rel: str, submission: Submission | None) -> str | None:
+    """A predictions file committed next to its submission, the one other file the PR may add."""
+    if submission is None or not submission.predictions or ".." in PurePosixPath(submission.predictions).parts:
+        return None
+    return str(PurePosixPath(rel).parent / submission.predictions)
+
+
+# --- the phase's rules -------------------------------------------------------------------------
+
+
+def _window(phase: Phase, now: dt.datetime) -> list[str]:
+    if phase.submissions_limit_per_user_per_period == 0:
+        return [f"phase {phase.title!r} takes no submissions (its limit per participant is 0)"]
+    if phase.submissions_open_at and now < phase.submissions_open_at:
+        return [f"phase {phase.title!r} opens on {when(phase.submissions_open_at, now)}"]
+    if phase.submissions_close_at and now >= phase.submissions_close_at:
+        return [f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}"]
+    return []
+
+
+def _parent(store: Store, phase: Phase, participant: str) -> list[str]:
+    if not phase.parent:
+        return []
+    if any(r.participant == participant and r.status == "succeeded"
+           for r in store.results(phase.challenge, phase.parent)):
+        return []
+    parent = store.phase(phase.challenge, phase.parent)
+    return [f"phase {phase.title!r} needs a succeeded result of {participant!r} in phase {parent.title!r}: "
+            "submit there first"]
+
+
+def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.datetime) -> list[str]:
+    """grand-challenge's limit: N submissions per participant per period of D days (all time if no D).
+    Results count by when they were submitted; pending submissions always count."""
+    limit, days = phase.submissions_limit_per_user_per_period, phase.submission_limit_period
+    if not limit:
+        return []
+    since = now - dt.timedelta(days=days) if days else None
+    times = sorted(parse_time(r.created_at) for r in store.results(phase.challenge, phase.slug)
+                   if r.participant == participant
+                   and (r.status == "succeeded" or phase.count_failed_submissions)
+                   and (since is None or parse_time(r.created_at) >= since))
+    pending = [s for s in store.pending() if (s.challenge, s.phase, s.participant) ==
+               (phase.challenge, phase.slug, participant) and s.id != sub_id]
+    if len(times) + len(pending) < limit:
+        return []
+    per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
+    line = (f"phase {phase.title!r} allows {_plural(limit, 'submission')} {per} and {participant!r} "
+            f"has {len(times)} evaluated and {len(pending)} pending")
+    leaving = len(times) + len(pending) - limit + 1  # results that must age out before one more fits
+    if days and leaving <= len(times):
+        line += f"; you can submit again on {when(times[leaving - 1] + dt.timedelta(days=days), now)}"
+    return [line]
+
+
+# --- registrations -----------------------------------------------------------------------------
+
+
+def _registered(store: Store, challenge: Challenge, author: str) -> list[str]:
+    if challenge.registration != "required":
+        return []
+    folder = store.base / challenge.slug / "registrations"
+    found = [p for p in folder.glob("*.yml") if p.stem.lower() == author.lower()]
+    if not found:
+        rel = folder.relative_to(store.root) / f"{author}.yml"
+        return [f"challenge {challenge.name!r} requires registration: open a pull request adding {rel} "
+                "and wait for an organizer to merge it"]
+    try:
+        load_registration(found[0])
+    except ModelError as exc:
+        return [f"your registration is not valid: {exc}"]
+    return []
+
+
+def _registration_file(store: Store, proposal: Proposal, target: Change, match: re.Match[str]) -> list[str]:
+    slug, login = match["challenge"], match["login"]
+    if problems := _not_added(target) or _where_challenge(store, slug):
+        return problems
+    problems = []
+    if login.lower() != proposal.author.lower():
+        problems.append(f"{target.path}: a registration is named after its author: "
+                        f"challenges/{slug}/registrations/{proposal.author}.yml")
+    if store.challenge(slug).registration != "required":
+        problems.append(f"challenge {slug!r} needs no registration: submit directly")
+    try:
+        _proposed_file(proposal, target.path, load_registration)
+    except ModelError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def _where_challenge(store: Store, slug: str) -> list[str]:
+    return [] if slug in store.slugs() else [f"there is no challenge {slug!r}"]
+
+
+@dataclass(frozen=True)
+class Registration:
+    name: str
+    affiliation: str = ""
+
+
+def load_registration(path: Path) -> Registration:
+    """registrations/<login>.yml: who registers, and their acceptance of the challenge's rules."""
+    f = Fields(load_yaml(path))
+    f.allow_only(("name", "affiliation", "accept_rules"))
+    if f.get("accept_rules", bool) is not True:
+        raise f.error("accept_rules", "must be true: registering means accepting the challenge's rules")
+    return Registration(f.text("name", max_len=200), f.text("affiliation", "", max_len=200))
+
+
+def load_teams(path: Path) -> dict[str, frozenset[str]]:
+    """teams.yml: team name -> the GitHub logins of its members (compared without case)."""
+    if not path.is_file():
+        return {}
+    f = Fields(load_yaml(path))
+    teams = {}
+    for name in f.data:
+        if not NAME.fullmatch(name):
+            raise f.error(name, "a team name may use letters, digits, '-', '_' and '.'")
+        teams[name] = frozenset(login.lower() for login in f.strings(name))
+    return teams
+
+
+# --- words -------------------------------------------------------------------------------------
+
+
+def when(moment: dt.datetime, now: dt.datetime) -> str:
+    """A UTC time and how far it is from now: '2027-12-31 23:59 UTC (3 days ago)'."""
+    stamp = moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    seconds = (moment - now).total_seconds()
+    size = abs(seconds)
+    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if size >= length:
+            span = _plural(int(size // length), unit)
+            break
+    else:
+        span = "less than a minute"
+    return f"{stamp} ({'in ' + span if seconds > 0 else span + ' ago'})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

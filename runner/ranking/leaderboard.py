@@ -1,0 +1,190 @@
+"""A phase's leaderboard from its results, with grand-challenge.org's ranking semantics.
+
+Pure functions over plain data (see ../shared/reference/README.md, "grand-challenge.org
+leaderboard ranking"): per ranked metric a standard competition rank (1, 2, 2, 4); "absolute" ranks
+on the score alone, "mean"/"median" combine the per-metric ranks; a result missing any ranked
+metric is unranked, never first; "best" ranks everything, keeps each participant's best, ranks again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from runner.tree.jsonpaths import lookup, lookup_all
+from runner.tree.model import CASE_METHODS, CombinedLeaderboard, Phase, Result
+
+
+@dataclass(frozen=True)
+class Row:
+    participant: str
+    submission: str
+    created_at: str
+    values: tuple[float | None, ...]  # one per phase column, in phase.columns order
+    errors: tuple[float | None, ...]
+    rank: int | None = None
+    rank_score: float | None = None
+    case_values: tuple[tuple[str, float], ...] = ()  # the score per case, for challengeR's methods
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    phase: Phase
+    rows: list[Row]  # ranked first (by rank), then unranked
+    failed: list[Result] = field(default_factory=list)
+
+
+def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
+    """Standard competition ranking: equal values share the lowest rank, the next rank skips."""
+    keyed = [-v if descending else v for v in values]
+    ordered = sorted(keyed)
+    return [1 + bisect.bisect_left(ordered, mine) for mine in keyed]  # 1 + how many are strictly better
+
+
+def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
+    """Rank rows with the phase's method; rows missing any ranked value stay unranked."""
+    if phase.scoring_method_choice in CASE_METHODS:
+        return _rank_cases(rows, phase)
+    columns, method = phase.columns, phase.scoring_method_choice
+    ranked_idx = [i for i, c in enumerate(columns) if i == 0 or not c.exclude_from_ranking]
+    complete = [r for r in rows if all(r.values[i] is not None for i in ranked_idx)]
+    if not complete:
+        return _unranked(rows, complete)
+    per_metric = [competition_ranks([r.values[i] for r in complete], descending=columns[i].order == "desc")
+                  for i in ranked_idx]
+    if method == "absolute":
+        scores = [float(rank) for rank in per_metric[0]]
+    else:
+        combine = statistics.mean if method == "mean" else statistics.median
+        scores = [float(combine(ranks)) for ranks in zip(*per_metric)]
+    return _sorted(complete, competition_ranks(scores, descending=False), scores) + _unranked(rows, complete)
+
+
+def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
+    """challengeR's aggregate-then-rank, rank-then-aggregate or test-then-rank over the score's
+    per-case values; the row's rank_score is the aggregate, the mean rank or the share of wins."""
+    from runner.ranking.methods import (  # scipy is needed only by phases that rank this way
+        RankSpec,
+        rank,
+    )
+
+    complete = [r for r in rows if r.case_values]
+    if not complete:
+        return _unranked(rows, complete)
+    options = phase.ranking_options
+    frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete) for case, value in r.case_values],
+                         columns=["task", "case", "algorithm", "value"])
+    spec = RankSpec(method=phase.scoring_method_choice, aggregate=options.aggregate, ties=options.ties,
+                    smaller_better=phase.score.order == "asc", missing=options.missing, alpha=options.alpha,
+                    p_adjust=options.p_adjust)
+    table = rank(frame, spec).set_index("algorithm")
+    kept = [(r, table.loc[str(i)]) for i, r in enumerate(complete) if str(i) in table.index]
+    rows_kept = [r for r, _ in kept]
+    return (_sorted(rows_kept, [int(t["rank"]) for _, t in kept], [float(t["value"]) for _, t in kept])
+            + _unranked(rows, rows_kept))
+
+
+def _sorted(rows: list[Row], ranks: list[int], scores: list[float]) -> list[Row]:
+    ranked = [replace(r, rank=k, rank_score=s) for r, k, s in zip(rows, ranks, scores)]
+    return sorted(ranked, key=lambda r: (r.rank, r.created_at))
+
+
+def _unranked(rows: list[Row], ranked: list[Row]) -> list[Row]:
+    kept = {id(r) for r in ranked}
+    return [replace(r, rank=None, rank_score=None) for r in rows if id(r) not in kept]
+
+
+def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
+    succeeded = [r for r in results if r.status == "succeeded"]
+    if phase.best_of_last:
+        succeeded = _last_per_participant(succeeded, phase.best_of_last)
+    rows = [_row(phase, r) for r in succeeded]
+    display = phase.result_display_choice
+    if display == "most_recent":
+        rows = _keep_per_participant(rows, key=lambda r: r.created_at, newest=True)
+    rows = rank_rows(rows, phase)
+    if display == "best":
+        best = _keep_per_participant([r for r in rows if r.rank is not None], key=lambda r: r.rank, newest=False)
+        unranked = [r for r in rows if r.rank is None and r.participant not in {b.participant for b in best}]
+        rows = rank_rows(best, phase) + _keep_per_participant(unranked, key=lambda r: r.created_at, newest=True)
+    failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
+    return Leaderboard(phase, rows, failed)
+
+
+def scored_document(result: Result) -> dict:
+    """What score paths read: the evaluation's metrics, plus the runner's own measurements
+    (time, memory, per case) under `runner`, so a leaderboard can rank on them."""
+    document = dict(result.metrics or {})
+    if result.algorithm is not None and "runner" not in document:
+        document["runner"] = vars(result.algorithm)  # read-only here: no copy of every case
+    return document
+
+
+def _row(phase: Phase, result: Result) -> Row:
+    document = scored_document(result)
+    return Row(
+        participant=result.participant,
+        submission=result.submission,
+        created_at=result.created_at,
+        values=tuple(lookup(document, c.path) for c in phase.columns),
+        errors=tuple(lookup(document, c.error_path) for c in phase.columns),
+        case_values=tuple(lookup_all(document, phase.score_case_jsonpath)) if phase.score_case_jsonpath else (),
+    )
+
+
+def _last_per_participant(results: list[Result], count: int) -> list[Result]:
+    """Each participant's `count` most recent results (best of N counts only the last N)."""
+    newest = sorted(results, key=lambda r: r.created_at, reverse=True)
+    seen: dict[str, int] = {}
+    kept = []
+    for result in newest:
+        seen[result.participant] = seen.get(result.participant, 0) + 1
+        if seen[result.participant] <= count:
+            kept.append(result)
+    return kept
+
+
+@dataclass(frozen=True)
+class CombinedRow:
+    participant: str
+    phase_ranks: tuple[int, ...]  # in the order of the combined leaderboard's phases
+    value: float
+    rank: int
+
+
+def combined(spec: CombinedLeaderboard, boards: dict[str, Leaderboard]) -> list[CombinedRow]:
+    """grand-challenge's combined leaderboard: each participant's best rank per phase, only those
+    ranked in every phase, combined by (weighted) mean, median or (weighted) sum, competition-ranked."""
+    best: list[dict[str, int]] = []
+    for slug, _ in spec.phases:
+        ranks: dict[str, int] = {}
+        for row in boards[slug].rows:
+            if row.rank is not None and row.rank < ranks.get(row.participant, row.rank + 1):
+                ranks[row.participant] = row.rank
+        best.append(ranks)
+    everywhere = sorted(set.intersection(*(set(r) for r in best)))
+    weights = [w for _, w in spec.phases]
+    values = [_combine([ranks[p] for ranks in best], weights, spec.combine) for p in everywhere]
+    rows = [CombinedRow(p, tuple(ranks[p] for ranks in best), v, k)
+            for p, v, k in zip(everywhere, values, competition_ranks(values, descending=False))]
+    return sorted(rows, key=lambda r: (r.rank, r.participant))
+
+
+def _combine(ranks: list[int], weights: list[float], how: str) -> float:
+    if how == "median":
+        return float(statistics.median(ranks))
+    total = sum(r * w for r, w in zip(ranks, weights))
+    return float(total if how == "sum" else total / sum(weights))
+
+
+def _keep_per_participant(rows: list[Row], *, key, newest: bool) -> list[Row]:
+    kept: dict[str, Row] = {}
+    for row in rows:
+        held = kept.get(row.participant)
+        if held is None or (key(row) > key(held) if newest else key(row) < key(held)):
+            kept[row.participant] = row
+    return [r for r in rows if kept.get(r.participant) is r]

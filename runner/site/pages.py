@@ -1,0 +1,448 @@
+"""Render the challenge tree and its results into a staging folder of Markdown for a site builder.
+
+The staging folder holds the organizers' pages as written plus generated ones: the catalog on the
+home page, and per phase a leaderboard page with its table as CSV and JSON beside it, dated
+snapshots of that table rebuilt from git history, its ranking uncertainty where there is enough
+data, and one result viewer page that renders any of the phase's results in the browser from the
+result's JSON. One viewer per phase instead of a page per result keeps the builder's work
+independent of the number of results (MkDocs needs about 0.1 s and 1 MB of memory per page).
+Scripts fetch the JSON by URLs relative to the page, written for `use_directory_urls: true`.
+
+Nothing here depends on mkdocs' plugin or hook API, so any builder that reads mkdocs.yml (MkDocs,
+Zensical) renders it. Files are written only when their content changes, so a watching builder
+rebuilds what changed.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import numpy as np
+import pandas as pd
+
+from runner.ranking.leaderboard import (
+    Leaderboard,
+    combined,
+    leaderboard,
+    scored_document,
+)
+from runner.tree.history import History, HistoryError
+from runner.tree.jsonpaths import lookup_all
+from runner.tree.model import (
+    CASE_METHODS,
+    Challenge,
+    CombinedLeaderboard,
+    Phase,
+    Result,
+)
+from runner.tree.store import Store
+
+if TYPE_CHECKING:
+    from runner.ranking.methods import RankSpec
+
+CATALOG_MARK = "<!-- catalog -->"
+PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
+# Folders of a challenge that are data or code, not pages.
+NOT_PAGES = {"submissions", "results", "evaluation", "examples", "data", "phases"}
+METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median": "Median of ranks",
+                "aggregate-then-rank": "Aggregate then rank", "rank-then-aggregate": "Rank then aggregate",
+                "test-then-rank": "Test then rank"}
+LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
+          "most_recent": "each participant's most recent result is listed"}
+WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
+# What a result shows while its phase withholds scores: identity, dates, images, a failure's reason.
+WITHHELD_KEYS = ("challenge", "phase", "participant", "submission", "status", "created_at", "started_at",
+                 "finished_at", "error")
+# A score that aggregates a per-case metric, whose values are then at case.*.<metric> by convention.
+PER_CASE_SCORE = re.compile(r"\$?\.?aggregates\.(?P<metric>[A-Za-z0-9_]+)\.(?P<stat>mean|median)")
+MIN_TEAMS, MIN_CASES = 2, 3
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    challenge: Challenge
+    status: str
+    phases: list[Phase]
+    submissions: int
+
+
+@dataclass(frozen=True)
+class PhasePage:
+    """What a phase's leaderboard page and result viewer show."""
+
+    challenge: Challenge
+    phase: Phase
+    board: Leaderboard
+    withheld: str | None  # "succeeded — scores withheld until ..." while a blind phase is open
+    withheld_rows: list[dict[str, Any]]  # then the table's rows: no scores, in order of submission
+    snapshots: list[str]  # days with a snapshot of the table, newest first
+    uncertainty: dict[str, Any] | None = None  # the bootstrap of the ranking, where there is enough data
+
+    @property
+    def method_name(self) -> str:
+        return METHOD_NAMES[self.phase.scoring_method_choice]
+
+    @property
+    def method(self) -> str:
+        return ranking_method(self.phase)
+
+
+class Memo:
+    """Outputs that depend only on their inputs (a dated snapshot, a bootstrap), kept between runs
+    in `folder` under a hash of those inputs and of the code that computes them: history does not
+    change, so a rebuild ranks only what is new. No folder: nothing is kept."""
+
+    MODULES = ("tree/history", "tree/jsonpaths", "tree/model", "site/pages", "ranking/methods",
+               "ranking/leaderboard", "ranking/uncertainty")
+
+    def __init__(self, folder: Path | None):
+        self.folder, self.used = folder, set()
+        package = Path(__file__).parents[1]
+        self.code = hashlib.sha256(b"".join((package / f"{m}.py").read_bytes() for m in self.MODULES)).hexdigest()
+
+    def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
+        if self.folder is None:
+            return compute()
+        name = hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
+        self.used.add(name)
+        path = self.folder / name
+        if path.is_file():
+            return path.read_bytes()
+        data = compute()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_bytes(data)
+        temporary.replace(path)
+        return data
+
+    def prune(self) -> None:
+        """Drop what this run did not use: superseded snapshots and bootstraps."""
+        for path in self.folder.iterdir() if self.folder and self.folder.is_dir() else []:
+            if path.name not in self.used:
+                path.unlink()
+
+
+@dataclass
+class _Run:
+    """What one generation shares across phases."""
+
+    env: jinja2.Environment
+    history: History
+    memo: Memo
+    now: dt.datetime
+    wanted: dict[Path, bytes] = field(default_factory=dict)
+
+
+def environment(templates: Path) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), autoescape=False,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["fmt"] = fmt
+    env.filters["cell"] = cell
+    return env
+
+
+def fmt(value: float | None, places: int) -> str:
+    return "–" if value is None else f"{value:.{places}f}"
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today: dt.date | None = None,
+             now: dt.datetime | None = None, cache: Path | None = None) -> list[Path]:
+    """Write the whole staging folder; returns the files written or kept. Stale files are removed.
+    `cache` keeps history snapshots and bootstraps between runs (see Memo)."""
+    now = now or dt.datetime.now(dt.UTC)
+    today = today or now.date()
+    run = _Run(environment(templates), History(store), Memo(cache), now)
+    wanted = run.wanted
+    entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
+    _site_pages(store.base, wanted)
+    for entry in entries:
+        _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
+        for phase in entry.phases:
+            _phase_files(run, entry.challenge, phase, store.published(phase.challenge, phase))
+        for spec in entry.challenge.combined_leaderboards:
+            _combined_page(run, store, entry.challenge, spec)
+    run.memo.prune()
+    wanted[Path("index.md")] = _home(store, run.env, entries).encode()
+    wanted[Path("catalog.json")] = (json.dumps([export(e) for e in entries], indent=2) + "\n").encode()
+    for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
+        if path.is_file():
+            wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
+    return _sync(stage, wanted)
+
+
+def withheld_until(phase: Phase, now: dt.datetime) -> dt.datetime | None:
+    """When a blind phase shows its scores, while they are still withheld; else None."""
+    closes = phase.submissions_close_at
+    return closes if phase.blind and closes is not None and now < closes else None
+
+
+def fields(phase: Phase) -> list[str]:
+    """The columns of the table's downloads: each value followed by its error where it has one."""
+    values = []
+    for column in phase.columns:
+        values += [column.title, f"{column.title} error"] if column.error_path else [column.title]
+    return ["rank", "participant", "submission", *values, "submitted"]
+
+
+def records(board: Leaderboard) -> list[dict[str, Any]]:
+    """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
+    out = []
+    for row in board.rows:
+        record: dict[str, Any] = {"rank": row.rank, "participant": row.participant, "submission": row.submission}
+        for column, value, error in zip(board.phase.columns, row.values, row.errors):
+            record[column.title] = value
+            if column.error_path:
+                record[f"{column.title} error"] = error
+        out.append({**record, "submitted": row.created_at})
+    return out
+
+
+def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:
+    """A blind phase's successful results in order of submission: listing them by score would tell it."""
+    done = sorted((r for r in results if r.status == "succeeded"), key=lambda r: (r.created_at, r.participant))
+    return [{"participant": r.participant, "submission": r.submission, "status": status, "submitted": r.created_at}
+            for r in done]
+
+
+def to_csv(rows: list[dict[str, Any]], header: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def ranking_method(phase: Phase) -> str:
+    """The ranking method explained in one sentence (its name is METHOD_NAMES')."""
+    score, options, method = phase.score.title, phase.ranking_options, phase.scoring_method_choice
+    better = {"desc": "higher is better", "asc": "lower is better"}
+    if method == "absolute":
+        how = f"results are ordered on {score} alone ({better[phase.score.order]})"
+    elif method in ("mean", "median"):
+        ranked = "; ".join(f"{c.title}: {better[c.order]}" for i, c in enumerate(phase.columns)
+                           if i == 0 or not c.exclude_from_ranking)
+        how = (f"each result is ranked on every ranked column separately ({ranked}), then ordered by the "
+               f"{method} of those ranks")
+    elif method == "aggregate-then-rank":
+        how = f"results are ordered on the {options.aggregate} of their per-case {score} ({better[phase.score.order]})"
+    elif method == "rank-then-aggregate":
+        how = (f"the results are ranked on {score} in each case ({better[phase.score.order]}), then ordered by "
+               f"the {options.aggregate} of their per-case ranks")
+    else:
+        adjusted = "" if options.p_adjust == "none" else f", p adjusted by {options.p_adjust}"
+        how = (f"every pair of results is compared on {score} by a one-sided Wilcoxon signed-rank test over cases "
+               f"(p ≤ {options.alpha}{adjusted}), and results are ordered by the share of the others they beat")
+    return (f"{how}, equal ones sharing a rank (1, 2, 2, 4); {LISTED[phase.result_display_choice]}, "
+            "and one missing a ranked value is listed without a rank.")
+
+
+def public_result(result: Result, withheld: bool) -> dict[str, Any]:
+    """What the site publishes of a result (its run records stay dataclasses: `_json` writes them):
+    never full logs (a debugging phase's, meant for its participant alone), and while scores are
+    withheld nothing measured, since a phase may rank on time."""
+    data = {k: v for k, v in vars(result).items() if k != "logs"}
+    if not withheld:
+        return data
+    runs = {k: run and {"image": run.image, "image_id": run.image_id}
+            for k, run in (("algorithm", result.algorithm), ("evaluation", result.evaluation))}
+    return {**{k: data[k] for k in WITHHELD_KEYS}, "metrics": None, **runs}
+
+
+def case_values(phase: Phase, board: Leaderboard, results: list[Result]) -> tuple[pd.DataFrame, RankSpec] | None:
+    """The score's per-case values of each ranked team (its best row), in the long format that
+    `uncertainty.bootstrap` takes, and how to rank them as the leaderboard does. The values are at
+    the phase's score_case_jsonpath, else at `case.*.<metric>` for a score `aggregates.<metric>.mean`
+    (or `.median`). None without such values, or with fewer than MIN_TEAMS teams or MIN_CASES cases."""
+    from runner.ranking.methods import (
+        RankSpec,  # scipy: only for phases with per-case values
+    )
+
+    match = PER_CASE_SCORE.fullmatch(phase.score.path)
+    path = phase.score_case_jsonpath or (match and f"case.*.{match['metric']}")
+    if not path:
+        return None
+    by_id = {(r.participant, r.submission): r for r in results}
+    teams: dict[str, Result] = {}
+    for row in board.rows:
+        if row.rank is not None:
+            teams.setdefault(row.participant, by_id[row.participant, row.submission])
+    rows = [(team, case, value) for team, result in teams.items()
+            for case, value in lookup_all(scored_document(result), path) if np.isfinite(value)]
+    frame = pd.DataFrame(rows, columns=["algorithm", "case", "value"]).assign(task=phase.slug)
+    if frame["algorithm"].nunique() < MIN_TEAMS or frame["case"].nunique() < MIN_CASES:
+        return None
+    options, method = phase.ranking_options, phase.scoring_method_choice
+    per_case = method in CASE_METHODS
+    return frame, RankSpec(method=method if per_case else "aggregate-then-rank",
+                           aggregate=options.aggregate if per_case or not match else match["stat"],
+                           smaller_better=phase.score.order == "asc", ties=options.ties, missing=options.missing,
+                           alpha=options.alpha, p_adjust=options.p_adjust)
+
+
+def ranking_uncertainty(phase: Phase, board: Leaderboard, results: list[Result]) -> dict[str, Any] | None:
+    """The bootstrap of the score's ranking over cases, for the blob plot and the significance
+    map: teams by median rank, how often each got each rank, and which beats which; None where
+    `case_values` finds too little."""
+    found = case_values(phase, board, results)
+    return None if found is None else _bootstrap(phase, *found)
+
+
+def _bootstrap(phase: Phase, frame: pd.DataFrame, spec: RankSpec) -> dict[str, Any]:
+    from runner.ranking.uncertainty import (
+        bootstrap,  # scipy: only for phases with per-case values
+    )
+
+    summary = bootstrap(frame, spec)
+    teams = sorted(summary.algorithms, key=lambda a: (summary.median_rank[a], summary.ci_high[a], a))
+    frequencies = {}
+    for team, ranks in zip(summary.algorithms, summary.ranks.T):
+        values, counts = np.unique(ranks, return_counts=True)
+        frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(values, counts)}
+    return {**summary.to_dict(), "algorithms": teams, "score": phase.score.title, "cases": int(frame["case"].nunique()),
+            "rank_frequencies": frequencies, "significance": summary.significance.loc[teams, teams].to_numpy().tolist()}
+
+
+def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
+    """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
+    phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
+    until = max((u for p in phases.values() if (u := withheld_until(p, run.now))), default=None)
+    rows = [] if until else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p))
+                                            for slug, p in phases.items()})
+    page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
+                                                         until=until)
+    run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
+
+
+def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result]) -> None:
+    """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON."""
+    folder = Path(challenge.slug, "leaderboard", phase.slug)
+    until = withheld_until(phase, run.now)
+    board = leaderboard(phase, results)
+    if until is None:
+        table, header, snapshots = records(board), fields(phase), _snapshots(run, phase, folder)
+        uncertainty = _uncertainty(run, phase, board, results)
+        if uncertainty is not None:
+            run.wanted[folder / "uncertainty.json"] = uncertainty
+        page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty))
+    else:
+        status = f"succeeded — scores withheld until {until:%Y-%m-%d %H:%M} UTC"
+        table, header = withheld_records(results, status), WITHHELD_FIELDS
+        page = PhasePage(challenge, phase, board, status, table, [])
+    run.wanted[folder / "leaderboard.json"] = _json(table)
+    run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
+    run.wanted[folder.parent / f"{phase.slug}.md"] = run.env.get_template("leaderboard.md.j2").render(page=page).encode()
+    viewer = Path(challenge.slug, "results", phase.slug)
+    run.wanted[viewer / "view.md"] = run.env.get_template("result.md.j2").render(page=page).encode()
+    for result in results:
+        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json(public_result(result, until is not None))
+
+
+def _snapshots(run: _Run, phase: Phase, folder: Path) -> list[str]:
+    """The table as it stood at the end of each day it changed, from git; none outside git.
+    Only results the public may see now appear (approvals, where auto-publish is off)."""
+    try:
+        snapshots = run.history.snapshots(phase.challenge, phase.slug)
+    except HistoryError:
+        return []
+    store = run.history.store
+    approvals = "" if phase.auto_publish_new_results else sorted(store.approvals(phase.challenge, phase.slug))
+    for snap in snapshots:
+        def compute(snap=snap) -> bytes:
+            rows = records(leaderboard(phase, store.visible(phase, run.history.results(snap))))
+            return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
+        key = f"snapshot {phase!r} {snap.commit} {approvals}"
+        run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
+    return [snap.day.isoformat() for snap in reversed(snapshots)]
+
+
+def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Result]) -> bytes | None:
+    """ranking_uncertainty as JSON, bootstrapped again only when the per-case values change."""
+    found = case_values(phase, board, results)
+    if found is None:
+        return None
+    frame, spec = found
+    return run.memo.get(f"bootstrap {phase!r} {spec!r}\n{frame.to_csv(index=False)}",
+                        lambda: _json(_bootstrap(phase, frame, spec)))
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+
+
+def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:
+    challenge = store.challenge(slug)
+    # A phase with `public: false` (grand-challenge's option) gets no leaderboard, link or result files.
+    public = [p for p in store.phases(slug).values() if p.public]
+    return CatalogEntry(challenge, challenge.current_status(today), public, len(store.submission_paths(slug)))
+
+
+def export(entry: CatalogEntry) -> dict:
+    """A catalog record in OpenChallenges' field names, for other catalogs to import."""
+    c = entry.challenge
+    return {
+        "slug": c.slug, "name": c.name, "headline": c.headline, "description": c.description,
+        "status": entry.status, "platform": c.platform,
+        "start_date": c.start_date.isoformat() if c.start_date else None,
+        "end_date": c.end_date.isoformat() if c.end_date else None,
+        "incentives": list(c.incentives), "submission_types": list(c.submission_types),
+        "input_data_types": list(c.input_data_types), "operation": c.operation,
+        "categories": list(c.categories), "keywords": list(c.tags), "website_url": c.website_url,
+        "doi": c.doi, "organizations": [{"name": o.name, "role": o.role, "url": o.url} for o in c.organizations],
+    }
+
+
+def _home(store: Store, env: jinja2.Environment, entries: list[CatalogEntry]) -> str:
+    intro_path = store.base / "index.md"
+    intro = intro_path.read_text(encoding="utf-8") if intro_path.is_file() else "# Challenges\n\n"
+    catalog = env.get_template("catalog.md.j2").render(entries=entries)
+    if CATALOG_MARK in intro:
+        return intro.replace(CATALOG_MARK, catalog)
+    return intro.rstrip() + "\n\n" + catalog
+
+
+def _site_pages(folder: Path, wanted: dict[Path, bytes]) -> None:
+    """Site-wide pages (guides for organizers and participants) kept beside the challenges."""
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.is_file() and path.suffix.lower() in PAGE_SUFFIXES and path.name != "index.md":
+            wanted[Path(path.name)] = path.read_bytes()
+
+
+def _organizer_pages(folder: Path, wanted: dict[Path, bytes], prefix: Path) -> None:
+    # Top level first, so the (large) results and submissions folders are never walked.
+    for top in sorted(p for p in folder.iterdir() if p.name not in NOT_PAGES):
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            if path.is_file() and path.suffix.lower() in PAGE_SUFFIXES:
+                wanted[prefix / path.relative_to(folder)] = path.read_bytes()
+
+
+def _sync(stage: Path, wanted: dict[Path, bytes]) -> list[Path]:
+    stage.mkdir(parents=True, exist_ok=True)
+    for rel, data in wanted.items():
+        target = stage / rel
+        if not target.is_file() or target.read_bytes() != data:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    keep = {stage / rel for rel in wanted}
+    for path in sorted(stage.rglob("*"), reverse=True):
+        if path.is_file() and path not in keep:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    return sorted(keep)
+

@@ -1,0 +1,194 @@
+"""Leaderboards as they stood on past dates, rebuilt from the git history of the result files.
+
+Git is the database, so its history is the record of every standing: a result file that landed in
+a commit was on the leaderboard from that commit's date on. One `git log` walks the results'
+history backwards from HEAD, undoing each commit's changes, so every past state of every phase
+comes from a single pass; blobs are read once each through `git cat-file --batch`.
+Dates are committer dates in UTC; a day's state is the one after its last commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from runner.tree.model import Result
+from runner.tree.store import CHALLENGES, Store
+
+MAX_SNAPSHOTS = 20
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be read (not a git repository, git missing)."""
+
+
+# One phase's result files at some commit: path relative to the store root -> blob id.
+State = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A phase's result files at the end of a day on which they changed; `History.results` reads them."""
+
+    phase: str  # <challenge>/<phase>
+    day: dt.date
+    commit: str
+    files: State
+
+
+@dataclass(frozen=True)
+class _Commit:
+    sha: str
+    at: dt.datetime
+    changes: list[tuple[str, str | None]]  # path, blob before the commit (None: the commit added it)
+
+
+def parse_when(text: str) -> dt.datetime:
+    """A date means the end of that day (UTC); a time without a zone is UTC."""
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        when = dt.datetime.fromisoformat(text)
+        return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), dt.UTC) - dt.timedelta(microseconds=1)
+
+
+class History:
+    """The results' history in the git repository that holds `store`'s tree."""
+
+    def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS):
+        self.store, self.limit = store, limit
+        self._blobs: dict[str, Result | None] = {}
+        self._days: dict[str, dict[dt.date, tuple[str, State]]] | None = None
+
+    def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
+        """The phase's results as committed at the last commit at or before `when`."""
+        for commit, states in self._walk():
+            if commit.at <= when:
+                return self._results(states.get(_key(slug, phase), {}))
+        return []
+
+    def snapshots(self, slug: str, phase: str) -> list[Snapshot]:
+        """The phase's state at the end of each of the last `limit` days its results changed,
+        oldest first."""
+        if self._days is None:
+            self._days = self._collect_days()
+        key = _key(slug, phase)
+        return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days.get(key, {}).items())]
+
+    def results(self, snapshot: Snapshot) -> list[Result]:
+        """The snapshot's results. The first call for a phase reads the files of all its snapshots
+        at once: one git process per phase, not per snapshot."""
+        days = self._days.get(snapshot.phase, {}) if self._days else {}
+        self._read({blob for _, state in days.values() for blob in state.values()} | set(snapshot.files.values()))
+        return self._results(snapshot.files)
+
+    def _collect_days(self) -> dict[str, dict[dt.date, tuple[str, State]]]:
+        """One walk for every phase; only the states kept as snapshots are copied."""
+        found: dict[str, dict[dt.date, tuple[str, State]]] = {}
+        for commit, states in self._walk():
+            for key in {_phase_of(path) for path, _ in commit.changes}:
+                days = found.setdefault(key, {})
+                if commit.at.date() not in days and len(days) < self.limit:
+                    days[commit.at.date()] = (commit.sha, dict(states.get(key, {})))
+        return found
+
+    def _walk(self) -> Iterator[tuple[_Commit, dict[str, State]]]:
+        """Each commit that touched results, newest first, with every phase's state just after
+        it. The states are undone in place as the walk goes on: copy what you keep."""
+        states = self._head()
+        for commit in self._git_log():
+            yield commit, states
+            for path, before in commit.changes:
+                phase = states.setdefault(_phase_of(path), {})
+                if before is None:
+                    phase.pop(path, None)
+                else:
+                    phase[path] = before
+
+    def _head(self) -> dict[str, State]:
+        states: dict[str, State] = {}
+        for line in self._git("ls-tree", "-r", "HEAD", "--", CHALLENGES).splitlines():
+            meta, path = line.split("\t", 1)
+            if _is_result(path):
+                states.setdefault(_phase_of(path), {})[path] = meta.split()[2]
+        return states
+
+    def _git_log(self) -> Iterator[_Commit]:
+        out = self._git("log", "--first-parent", "--diff-merges=first-parent", "--relative", "--raw",
+                        "--no-abbrev", "--no-renames", "--format=%x00%H %cI", "HEAD", "--", CHALLENGES)
+        for block in out.split("\0")[1:]:
+            header, *lines = block.strip("\n").splitlines()
+            sha, when = header.split()
+            changes = [_change(line) for line in lines if line.startswith(":")]
+            changes = [(path, before) for path, before in changes if _is_result(path)]
+            if changes:
+                yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
+
+    def _results(self, state: State) -> list[Result]:
+        self._read(set(state.values()))
+        found = (self._blobs[state[path]] for path in sorted(state))
+        return [result for result in found if result is not None]
+
+    def _read(self, blobs: set[str]) -> None:
+        missing = [blob for blob in blobs if blob not in self._blobs]
+        if missing:
+            self._blobs.update(self._read_blobs(missing))
+
+    def _read_blobs(self, blobs: list[str]) -> dict[str, Result | None]:
+        out = self._git_bytes(["cat-file", "--batch"], "\n".join(blobs).encode() + b"\n")
+        parsed, at = {}, 0
+        for blob in blobs:
+            header_end = out.index(b"\n", at)
+            size = int(out[at:header_end].split()[2])
+            parsed[blob] = _parse(out[header_end + 1:header_end + 1 + size])
+            at = header_end + 1 + size + 1
+        return parsed
+
+    def _git(self, *args: str) -> str:
+        return self._git_bytes(list(args)).decode("utf-8", errors="replace")
+
+    def _git_bytes(self, args: list[str], stdin: bytes | None = None) -> bytes:
+        try:
+            done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.store.root, input=stdin,
+                                  capture_output=True, check=False)
+        except FileNotFoundError:
+            raise HistoryError("git is not installed") from None
+        if done.returncode != 0:
+            message = done.stderr.decode(errors="replace").strip().splitlines()
+            raise HistoryError(f"no git history for {self.store.root}: {message[-1] if message else 'git failed'}")
+        return done.stdout
+
+
+def _key(slug: str, phase: str) -> str:
+    return f"{slug}/{phase}"
+
+
+def _is_result(path: str) -> bool:
+    """challenges/<slug>/results/<phase>/<participant>/<id>.json"""
+    parts = path.split("/")
+    return len(parts) == 6 and parts[0] == CHALLENGES and parts[2] == "results" and parts[5].endswith(".json")
+
+
+def _phase_of(path: str) -> str:
+    parts = path.split("/")
+    return _key(parts[1], parts[3])
+
+
+def _change(line: str) -> tuple[str, str | None]:
+    """A `--raw` line, `:100644 100644 <before> <after> M<TAB>path`: the path and its blob before."""
+    meta, path = line.split("\t", 1)
+    before, status = meta.split()[2], meta.split()[4]
+    return path, None if status == "A" else before
+
+
+def _parse(data: bytes) -> Result | None:
+    """A historic result file; one that is not a result record (hand-edited, older schema) is skipped."""
+    try:
+        return Result.from_dict(json.loads(data))
+    except (ValueError, TypeError):
+        return None
+

@@ -1,0 +1,252 @@
+"""The challenge tree on disk: what exists, what is pending, and atomic writes of results.
+
+Git is the database: a submission file without a result file is pending, so a runner that dies
+at any point leaves nothing half-done, and the next run picks the submission up again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+from runner.tree.located import load_yaml
+from runner.tree.model import (
+    Challenge,
+    ModelError,
+    Phase,
+    Result,
+    Submission,
+    load_challenge,
+    load_phase,
+    load_result,
+    load_submission,
+)
+
+CHALLENGES = "challenges"
+APPROVAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class Store:
+    """Reads `<root>/challenges/` and writes results into it."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.base = self.root / CHALLENGES
+
+    # --- challenges and phases -------------------------------------------------------------
+
+    def slugs(self) -> list[str]:
+        if not self.base.is_dir():
+            return []
+        return sorted(p.parent.name for p in self.base.glob("*/challenge.yml"))
+
+    def challenge(self, slug: str) -> Challenge:
+        return _cached_challenge(self.base / slug / "challenge.yml", _mtime(self.base / slug / "challenge.yml"))
+
+    def phases(self, slug: str) -> dict[str, Phase]:
+        paths = sorted((self.base / slug / "phases").glob("*.yml"))
+        return {p.stem: _cached_phase(p, slug, _mtime(p)) for p in paths}
+
+    def phase(self, slug: str, phase: str) -> Phase:
+        path = self.base / slug / "phases" / f"{phase}.yml"
+        if not path.is_file():
+            raise ModelError(path, None, None, f"challenge {slug!r} has no phase {phase!r}")
+        return _cached_phase(path, slug, _mtime(path))
+
+    # --- submissions -------------------------------------------------------------------------
+
+    def submission_paths(self, slug: str | None = None) -> list[Path]:
+        slugs = [slug] if slug else self.slugs()
+        return sorted(p for s in slugs for p in (self.base / s / "submissions").glob("**/*.yml"))
+
+    def submission(self, path: Path) -> Submission:
+        """Load a submission file; its place in the tree gives challenge, phase and participant."""
+        path = path.resolve()
+        try:
+            slug, kind, phase, participant, _ = path.relative_to(self.base).parts
+        except ValueError:
+            raise ModelError(path, None, None, "a submission must sit at challenges/<challenge>/"
+                             "submissions/<phase>/<participant>/<id>.yml") from None
+        if kind != "submissions":
+            raise ModelError(path, None, None, "submissions live under challenges/<challenge>/submissions/")
+        phase_record = self.phase(slug, phase)
+        return load_submission(path, challenge=slug, phase=phase, participant=participant,
+                               kind=phase_record.submission_kind)
+
+    def submitted_at(self, submission: Submission) -> dt.datetime:
+        """When the submission landed: its first commit, or the file's time outside git."""
+        rel = submission.path.relative_to(self.root)
+        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%cI", "-1", "--", str(rel)],
+                             cwd=self.root, capture_output=True, text=True, check=False).stdout.strip()
+        if out:
+            return dt.datetime.fromisoformat(out).astimezone(dt.UTC)
+        return dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.UTC)
+
+    def pending(self) -> list[Submission]:
+        """Valid submissions without a result. Invalid files are `check`'s business, not the queue's."""
+        out = []
+        for path in self.submission_paths():
+            try:
+                submission = self.submission(path)
+            except ModelError:
+                continue
+            if not self.result_path(submission).exists():
+                out.append(submission)
+        return out
+
+    # --- results -----------------------------------------------------------------------------
+
+    def result_path(self, submission: Submission) -> Path:
+        return (self.base / submission.challenge / "results" / submission.phase
+                / submission.participant / f"{submission.id}.json")
+
+    def result(self, submission: Submission) -> Result | None:
+        path = self.result_path(submission)
+        return load_result(path) if path.exists() else None
+
+    def results(self, slug: str, phase: str) -> list[Result]:
+        folder = self.base / slug / "results" / phase
+        return [load_result(p) for p in sorted(folder.glob("*/*.json"))]
+
+    def published(self, slug: str, phase: Phase | str) -> list[Result]:
+        """The results the public may see: all of them, or, where the phase sets
+        auto_publish_new_results: false, those an organizer listed in approvals/<phase>.yml."""
+        record = phase if isinstance(phase, Phase) else self.phase(slug, phase)
+        return self.visible(record, self.results(slug, record.slug))
+
+    def visible(self, phase: Phase, results: list[Result]) -> list[Result]:
+        """Of `results` (current or from history), those the public may see now."""
+        if phase.auto_publish_new_results:
+            return results
+        approved = self.approvals(phase.challenge, phase.slug)
+        return [r for r in results if f"{r.participant}/{r.submission}" in approved]
+
+    def approvals(self, slug: str, phase: str) -> set[str]:
+        """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
+        path = self.base / slug / "approvals" / f"{phase}.yml"
+        return set(load_approvals(path)) if path.is_file() else set()
+
+    def write_result(self, submission: Submission, result: Result) -> Path:
+        """Write through a temporary file and rename, so a reader never sees half a result."""
+        path = self.result_path(submission)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(result.to_json())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @contextlib.contextmanager
+    def lock(self, submission: Submission) -> Iterator[bool]:
+        """An exclusive lock per submission that the kernel drops when its holder dies."""
+        lock_dir = self.root / "build" / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        name = submission.key.replace("/", "__") + ".lock"
+        with open(lock_dir / name, "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # --- validation --------------------------------------------------------------------------
+
+    def check(self, only: Path | None = None) -> list[ModelError]:
+        """Every problem in the tree (or in one file), each located; an empty list means valid."""
+        target = (only or self.base).resolve()
+        if not target.exists():
+            return [ModelError(target, None, None, "does not exist")]
+        files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
+        problems: list[ModelError] = []
+        for path in files:
+            load = self._loader_for(path)
+            if load is None:
+                if target.is_file():
+                    problems.append(ModelError(path, None, None, "is not a challenge, phase, submission or result file"))
+                continue
+            try:
+                load(path)
+            except ModelError as exc:
+                problems.append(exc)
+            except OSError as exc:
+                problems.append(ModelError(path, None, None, f"cannot read: {exc.strerror}"))
+        return problems
+
+    def _loader_for(self, path: Path):
+        try:
+            parts = path.relative_to(self.base).parts
+        except ValueError:
+            return None
+        if len(parts) == 2 and parts[1] == "challenge.yml":
+            return self._check_challenge
+        if len(parts) == 3 and parts[1] == "phases" and path.suffix == ".yml":
+            return lambda p: self._check_phase(load_phase(p, parts[0]), p)
+        if len(parts) >= 2 and parts[1] == "submissions" and path.suffix in (".yml", ".yaml"):
+            return self.submission
+        if len(parts) >= 2 and parts[1] == "results" and path.suffix == ".json":
+            return load_result
+        if len(parts) == 3 and parts[1] == "approvals" and path.suffix == ".yml":
+            return load_approvals
+        return None
+
+    def _check_challenge(self, path: Path) -> None:
+        challenge = load_challenge(path)
+        phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
+        for i, board in enumerate(challenge.combined_leaderboards):
+            for j, (phase, _) in enumerate(board.phases):
+                if phase not in phases:
+                    key = ("combined_leaderboards", i, "phases", j, "phase")
+                    raise load_yaml(path).error(key, f"no phase {phase!r} in this challenge")
+
+    def _check_phase(self, phase: Phase, path: Path) -> None:
+        self.challenge(phase.challenge)
+        if phase.parent and phase.parent not in self.phases(phase.challenge):
+            line = load_yaml(path).line(("parent",))
+            raise ModelError(path, line, "parent", f"no phase {phase.parent!r} in this challenge")
+
+
+def load_approvals(path: Path) -> list[str]:
+    doc = load_yaml(path)
+    entries = doc.data if doc.data is not None else []
+    if not isinstance(entries, list):
+        raise doc.error((), "expected a list of participant/id entries")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) or not APPROVAL.fullmatch(entry):
+            raise doc.error((i,), f"{entry!r} is not participant/id, e.g. alice/v1")
+    return entries
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        raise ModelError(path, None, None, "does not exist") from None
+
+
+# Keyed on modification time so `challenge serve` sees edits without restarting.
+@cache
+def _cached_challenge(path: Path, _mtime: float) -> Challenge:
+    return load_challenge(path)
+
+
+@cache
+def _cached_phase(path: Path, slug: str, _mtime: float) -> Phase:
+    return load_phase(path, slug)

@@ -1,0 +1,36 @@
+"""The README's demo, end to end: example images built, evaluated for real, site built."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.cli import main
+from tests.helpers import CHALLENGE, PHASE, REPO
+
+pytestmark = pytest.mark.docker
+
+
+def test_demo_no_serve(tmp_path, base_image, capsys):
+    workspace = tmp_path / "demo"
+    assert main(["--root", str(REPO), "demo", "--no-serve", "--workspace", str(workspace),
+                 "--base-image", base_image]) == 0
+    results = workspace / "challenges" / CHALLENGE / "results" / PHASE
+    smoothed = json.loads((results / "alice" / "smoothed-v1.json").read_text())
+    baseline = json.loads((results / "organizers" / "threshold-baseline.json").read_text())
+    forgot = json.loads((results / "bob" / "first-try.json").read_text())
+    assert smoothed["status"] == baseline["status"] == "succeeded"
+    assert smoothed["metrics"]["aggregates"]["dice"]["mean"] > 0.85 > baseline["metrics"]["aggregates"]["dice"]["mean"]
+    assert forgot["status"] == "failed"
+    assert forgot["error"].startswith("Evaluation failed: FileNotFoundError: Expected a prediction case-000.npy")
+
+    html = (workspace / "build" / "site" / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()
+    assert html.index("smoothed-v1") < html.index("threshold-baseline")
+    assert f"{smoothed['metrics']['aggregates']['dice']['mean']:.3f}" in html
+
+    # Running it again resumes: nothing is evaluated twice.
+    capsys.readouterr()
+    assert main(["--root", str(REPO), "demo", "--no-serve", "--workspace", str(workspace),
+                 "--base-image", base_image]) == 0
+    assert "nothing to evaluate" in capsys.readouterr().out

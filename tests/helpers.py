@@ -1,0 +1,88 @@
+"""What several test modules share: the example challenge's names, and writers of submissions,
+results and commits. Fixtures live in conftest.py; plain helpers live here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from runner.tree.model import Result, RunRecord
+from runner.tree.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGES = Path(__file__).parent / "images"
+CHALLENGE = "ellipsoid-segmentation"
+PHASE = "final-test"
+
+UTC = dt.UTC
+NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+IMAGE = "ghcr.io/alice/algo@sha256:" + "a" * 64
+DIGEST = "sha256:" + "cd" * 32
+
+
+def write_submission(repo: Path, participant: str, sub_id: str, image: str, phase: str = PHASE) -> Path:
+    path = repo / "challenges" / CHALLENGE / "submissions" / phase / participant / f"{sub_id}.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"phase: {phase}\nimage: {image}\n")
+    return path
+
+
+def sub(participant: str = "alice", sub_id: str = "v1", phase: str = PHASE, challenge: str = CHALLENGE) -> str:
+    return f"challenges/{challenge}/submissions/{phase}/{participant}/{sub_id}.yml"
+
+
+def text(image: str = IMAGE, phase: str = PHASE) -> str:
+    return f"phase: {phase}\nimage: {image}\ntitle: Threshold\n"
+
+
+def edit_yaml(path: Path, **changes) -> None:
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    path.write_text(yaml.safe_dump({**data, **changes}, sort_keys=False))
+
+
+def phase_file(repo: Path, phase: str = PHASE) -> Path:
+    return repo / "challenges" / CHALLENGE / "phases" / f"{phase}.yml"
+
+
+def write_result(repo: Path, participant: str, sub_id: str, *, status: str = "succeeded",
+                 created: dt.datetime = NOW - dt.timedelta(hours=1), phase: str = PHASE) -> None:
+    stamp = created.isoformat(timespec="seconds")
+    result = Result(challenge=CHALLENGE, phase=phase, participant=participant, submission=sub_id, status=status,
+                    created_at=stamp, started_at=stamp, finished_at=stamp,
+                    metrics={"aggregates": {"dice": {"mean": 0.8}}} if status == "succeeded" else None,
+                    error=None if status == "succeeded" else "Algorithm failed: boom")
+    path = repo / "challenges" / CHALLENGE / "results" / phase / participant / f"{sub_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.to_json())
+
+
+def add_result(repo: Path, participant: str, sub_id: str, dice: float | None, status: str = "succeeded",
+               error: str | None = None, *, cases: list[float] | None = None, phase: str = PHASE,
+               logs: dict[str, str] | None = None) -> None:
+    """A result whose Dice mean is `dice`; `cases` adds per-case Dice values (metrics["case"])."""
+    store = Store(repo)
+    path = write_submission(repo, participant, sub_id, f"ghcr.io/{participant}/a@{DIGEST}", phase=phase)
+    metrics = None if dice is None else {"aggregates": {"dice": {"mean": dice, "std": 0.01, "min": dice - 0.1},
+                                                          "jaccard": {"mean": dice / 2, "std": 0.02}}}
+    if cases is not None:
+        metrics["case"] = {f"case-{i:03d}": {"dice": v, "jaccard": v / 2} for i, v in enumerate(cases)}
+    when = "2026-03-01T10:00:00+00:00"
+    store.write_result(store.submission(path), Result(
+        challenge=CHALLENGE, phase=phase, participant=participant, submission=sub_id, status=status,
+        created_at=when, started_at=when, finished_at=when, metrics=metrics, error=error, logs=logs,
+        algorithm=RunRecord(image=f"ghcr.io/{participant}/a@{DIGEST}", exit_code=0, wall_time_s=1.0,
+                            cases=None if cases is None else {f"case-{i:03d}": {"wall_time_s": 1.5 + i}
+                                                              for i in range(len(cases))})))
+
+
+def commit(repo: Path, when: str, message: str = "results") -> None:
+    """Commit everything under challenges/ with `when` as author and committer date."""
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_NAME": "runner",
+           "GIT_AUTHOR_EMAIL": "runner@example.org", "GIT_COMMITTER_NAME": "runner",
+           "GIT_COMMITTER_EMAIL": "runner@example.org"}
+    subprocess.run(["git", "add", "-A", "challenges"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=repo, check=True, env=env)

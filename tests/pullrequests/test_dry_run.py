@@ -1,0 +1,49 @@
+"""`challenge dry-run`: a fork's submission walked through validate, review (comment, label, merge),
+evaluate (real Docker), commit, notify and publish, against the local REST server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.cli import main
+from runner.execution.images import build
+from tests.github_server import OWNER_REPO, git
+from tests.helpers import CHALLENGE, PHASE, REPO
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="session")
+def baseline_image(docker_client, base_image) -> str:
+    return build(docker_client, REPO / "challenges" / CHALLENGE / "examples" / "baseline",
+                 name="challenge-test/baseline", base=base_image)
+
+
+def test_a_fork_submission_goes_all_the_way(github, origin, tmp_path, data_root, base_image, baseline_image,
+                                            capsys):
+    path = f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v1.yml"
+    pull = github.open_pull("alice", {path: f"phase: {PHASE}\nimage: {baseline_image}\ntitle: Baseline\n"})
+    workspace = tmp_path / "dry-run"
+    code = main(["--root", str(tmp_path), "dry-run", "--pr", "1", "--remote", str(origin), "--api-url", github.url,
+                 "--repo", OWNER_REPO, "--data-root", str(data_root), "--base-image", base_image,
+                 "--workspace", str(workspace)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    steps = [line for line in printed.splitlines() if line.startswith(("== ", "$ challenge "))]
+    assert [s.split()[1] if s.startswith("==") else s.split()[2] for s in steps] == [
+        "validate.yml:", "check-submission", "review.yml:", "pr", "evaluate.yml:", "pending",
+        "evaluate.yml:", "evaluate", "commit-results", "pr", "publish.yml:", "build"]
+    assert f"ok: {path} (submission)" in printed
+
+    assert pull.merged and pull.labels == ["submission: valid"]
+    verdict, result = (c["body"] for c in pull.comments)
+    assert "accepted" in verdict and "Merged as" in verdict
+    assert f"<!-- challenge-bot:result:{CHALLENGE}/{PHASE}/alice/v1 -->" in result
+    assert "succeeded" in result and "| Dice (mean) |" in result
+
+    stored = json.loads(git(origin, "show", f"main:challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"))
+    assert stored["status"] == "succeeded" and 0 < stored["metrics"]["aggregates"]["dice"]["mean"] <= 1
+    assert git(origin, "log", "-1", "--format=%s", "main") == "Results of shard 1/1 (dry run)"
+    assert (workspace / "main" / "build" / "site" / "index.html").is_file()

@@ -1,0 +1,291 @@
+"""The submission rules, each judged on a fork's pull request read through the local REST server."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from runner.pullrequests.github import GitHub
+from runner.pullrequests.review import LABELS, review
+from runner.pullrequests.rules import (
+    Change,
+    Proposal,
+    check,
+    load_registration,
+    load_teams,
+    registry_of,
+    when,
+)
+from runner.tree.located import ModelError
+from runner.tree.store import Store
+from tests.github_server import OWNER_REPO, Link
+from tests.helpers import (
+    CHALLENGE,
+    NOW,
+    PHASE,
+    UTC,
+    edit_yaml,
+    phase_file,
+    sub,
+    text,
+    write_result,
+)
+
+
+def judge(github, repo: Path, files: dict[str, str | None], *, author: str = "alice", now: dt.datetime = NOW):
+    pull = github.open_pull(author, files)
+    hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False)
+    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=now, merge=True)
+    return outcome, github.pulls[pull.number]
+
+
+def refused(github, repo, files, **kwargs) -> str:
+    """The one problem line a refused pull request gets; it is commented, labelled, not merged."""
+    outcome, pull = judge(github, repo, files, **kwargs)
+    assert not outcome.verdict.ok and not pull.merged
+    assert pull.labels == [LABELS["invalid"]]
+    assert len(pull.comments) == 1 and "cannot be accepted" in pull.comments[0]["body"]
+    assert len(outcome.verdict.problems) == 1, outcome.verdict.problems
+    assert f"- {outcome.verdict.problems[0]}" in pull.comments[0]["body"]
+    return outcome.verdict.problems[0]
+
+
+# --- the pull request's shape ------------------------------------------------------------------------
+
+
+def test_a_valid_submission_passes_every_rule(github, repo):
+    outcome, pull = judge(github, repo, {sub(): text()})
+    assert outcome.verdict.ok and outcome.verdict.kind == "submission"
+    assert pull.merged and pull.labels == [LABELS["valid"]]
+
+
+def test_a_file_elsewhere_is_no_submission(github, repo):
+    line = refused(github, repo, {f"challenges/{CHALLENGE}/alice.yml": text()})
+    assert line.startswith("this pull request adds no submission: add one file at challenges/<challenge>/")
+
+
+def test_two_submissions_in_one_pull_request_are_refused(github, repo):
+    line = refused(github, repo, {sub(sub_id="v1"): text(), sub(sub_id="v2"): text()})
+    assert line.startswith("this pull request touches 2 submission or registration files")
+
+
+def test_a_submission_that_also_edits_a_workflow_is_refused(github, repo):
+    line = refused(github, repo, {sub(): text(), ".github/workflows/evaluate.yml": "on: push\n"})
+    assert line == (".github/workflows/evaluate.yml: this pull request adds it, but a submission pull request "
+                    "adds one file and changes nothing else")
+
+
+def test_a_submission_that_also_edits_another_participants_file_is_refused(github, repo):
+    assert judge(github, repo, {sub("bob"): text()}, author="bob")[0].merged
+    line = refused(github, repo, {sub(): text(), sub("bob"): text(image="ghcr.io/alice/evil@sha256:" + "e" * 64)})
+    assert line == (f"this pull request touches 2 submission or registration files ({sub()}, {sub('bob')}); "
+                    "add exactly one per pull request")
+
+
+def test_a_submission_that_also_edits_a_page_is_refused(github, repo):
+    line = refused(github, repo, {sub(): text(), f"challenges/{CHALLENGE}/index.md": "# mine now\n"})
+    assert line == (f"challenges/{CHALLENGE}/index.md: this pull request changes it, but a submission pull "
+                    "request adds one file and changes nothing else")
+
+
+def test_changing_an_existing_submission_is_refused(github, repo):
+    first, _ = judge(github, repo, {sub("bob"): text()}, author="bob")
+    assert first.merged
+    outcome, pull = judge(github, repo, {sub("bob"): text().replace("Threshold", "Mine")}, author="alice")
+    assert not pull.merged
+    assert outcome.verdict.problems[0].startswith(f"{sub('bob')} already exists: a submission is a new file")
+
+
+# --- who submits -------------------------------------------------------------------------------------
+
+
+def test_another_participants_folder_is_refused(github, repo):
+    line = refused(github, repo, {sub("bob"): text()}, author="alice")
+    assert line == (f"the folder 'bob' is neither your GitHub login (alice) nor a team of yours in "
+                    f"challenges/{CHALLENGE}/teams.yml: submit under submissions/<phase>/alice/")
+
+
+def test_a_team_member_submits_for_the_team(github, repo):
+    (repo / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - Alice\n  - carol\n")
+    outcome, pull = judge(github, repo, {sub("vision-lab"): text()}, author="alice")
+    assert outcome.verdict.ok and pull.merged
+
+
+def test_registration_is_required_when_the_challenge_says_so(github, repo):
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    line = refused(github, repo, {sub(): text()})
+    assert line == (f"challenge 'Ellipsoid Segmentation' requires registration: open a pull request adding "
+                    f"challenges/{CHALLENGE}/registrations/alice.yml and wait for an organizer to merge it")
+    folder = repo / "challenges" / CHALLENGE / "registrations"
+    folder.mkdir()
+    (folder / "alice.yml").write_text("name: Alice Liddell\naccept_rules: true\n")
+    outcome, _ = judge(github, repo, {sub(sub_id="v2"): text()})
+    assert outcome.verdict.ok
+
+
+def test_a_registration_pull_request_is_labelled_for_an_organizer_not_merged(github, repo):
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    path = f"challenges/{CHALLENGE}/registrations/alice.yml"
+    outcome, pull = judge(github, repo, {path: "name: Alice\naccept_rules: true\n"})
+    assert outcome.verdict.ok and outcome.verdict.kind == "registration"
+    assert not pull.merged and pull.labels == [LABELS["registration"]]
+    assert "An organizer reviews registrations" in pull.comments[0]["body"]
+
+
+def test_a_registration_for_someone_else_is_refused(github, repo):
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    path = f"challenges/{CHALLENGE}/registrations/bob.yml"
+    outcome, pull = judge(github, repo, {path: "name: Bob\naccept_rules: false\n"})
+    assert outcome.verdict.problems == (
+        f"{path}: a registration is named after its author: challenges/{CHALLENGE}/registrations/alice.yml",
+        f"{path}:2: accept_rules: must be true: registering means accepting the challenge's rules")
+
+
+# --- what is submitted -------------------------------------------------------------------------------
+
+
+def test_invalid_yaml_is_refused_with_file_and_line(github, repo):
+    line = refused(github, repo, {sub(): "phase: final-test\nimage: [unclosed\n"})
+    assert line.startswith(f"{sub()}:3: invalid YAML:")
+
+
+def test_a_symbolic_link_is_refused(github, repo):
+    link = Link(f"/srv/challenge-data/{CHALLENGE}/{PHASE}/ground-truth/case-000.npy")
+    line = refused(github, repo, {sub(): link})
+    assert line == f"{sub()}: must be a regular file, not a symbolic link or submodule"
+
+
+def test_an_image_by_tag_is_refused(github, repo):
+    line = refused(github, repo, {sub(): text(image="ghcr.io/alice/algo:latest")})
+    assert line.startswith(f"{sub()}:2: image: must be pinned by digest")
+
+
+def test_a_local_image_id_is_refused(github, repo):
+    line = refused(github, repo, {sub(): text(image="sha256:" + "b" * 64)})
+    assert line.startswith(f"{sub()}: image: a local image ID is accepted only for local runs")
+
+
+def test_a_registry_the_phase_does_not_accept_is_refused(github, repo):
+    edit_yaml(phase_file(repo), allowed_registries=["ghcr.io", "registry.example.org:5000"])
+    line = refused(github, repo, {sub(): text(image="alice/algo@sha256:" + "c" * 64)})
+    assert line == (f"{sub()}: image: registry docker.io is not accepted in phase 'Final test'; "
+                    "push to ghcr.io or registry.example.org:5000")
+
+
+def test_unknown_challenge_and_phase_are_named(github, repo):
+    line = refused(github, repo, {sub(challenge="nope"): text()})
+    assert line.startswith(f"there is no challenge 'nope' (challenges: {CHALLENGE})")
+    line = refused(github, repo, {sub(phase="warm-up", sub_id="v2"): text(phase="warm-up")})
+    assert line == f"challenge '{CHALLENGE}' has no phase 'warm-up' (phases: final-test)"
+
+
+# --- the phase's rules -------------------------------------------------------------------------------
+
+
+def test_a_closed_phase_says_when_it_closed(github, repo):
+    line = refused(github, repo, {sub(): text()}, now=dt.datetime(2028, 1, 3, 12, tzinfo=UTC))
+    assert line == "phase 'Final test' closed on 2027-12-31 23:59 UTC (2 days ago)"
+
+
+def test_a_phase_not_yet_open_says_when_it_opens(github, repo):
+    line = refused(github, repo, {sub(): text()}, now=dt.datetime(2025, 12, 31, 21, tzinfo=UTC))
+    assert line == "phase 'Final test' opens on 2026-01-01 00:00 UTC (in 3 hours)"
+
+
+def test_a_limit_of_zero_closes_the_phase(github, repo):
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=0)
+    line = refused(github, repo, {sub(): text()})
+    assert line == "phase 'Final test' takes no submissions (its limit per participant is 0)"
+
+
+def test_a_child_phase_needs_a_succeeded_result_in_its_parent(github, repo):
+    child = phase_file(repo, "final-round")
+    child.write_text(phase_file(repo).read_text())
+    edit_yaml(child, title="Final round", parent=PHASE)
+    files = {sub(phase="final-round"): text(phase="final-round")}
+    line = refused(github, repo, files)
+    assert line == ("phase 'Final round' needs a succeeded result of 'alice' in phase 'Final test': "
+                    "submit there first")
+    write_result(repo, "alice", "v0", status="failed")
+    assert refused(github, repo, files) == line
+    write_result(repo, "alice", "v1")
+    outcome, _ = judge(github, repo, files)
+    assert outcome.verdict.ok
+
+
+def test_the_limit_per_period_counts_results_and_pending_submissions(github, repo):
+    # The example phase allows 3 per day. Failed results do not count; a pending submission does.
+    write_result(repo, "alice", "a", created=NOW - dt.timedelta(hours=20))
+    write_result(repo, "alice", "b", created=NOW - dt.timedelta(hours=2))
+    write_result(repo, "alice", "c", status="failed")
+    write_result(repo, "alice", "old", created=NOW - dt.timedelta(days=2))
+    write_result(repo, "bob", "x")
+    outcome, _ = judge(github, repo, {sub(sub_id="d"): text()})
+    assert outcome.verdict.ok
+    pending = repo / sub(sub_id="e")
+    pending.parent.mkdir(parents=True, exist_ok=True)
+    pending.write_text(text())
+    line = refused(github, repo, {sub(sub_id="f"): text()})
+    assert line == ("phase 'Final test' allows 3 submissions per day and 'alice' has 2 evaluated and 1 pending; "
+                    "you can submit again on 2026-06-01 16:00 UTC (in 4 hours)")
+
+
+def test_failed_results_count_when_the_phase_says_so(github, repo):
+    edit_yaml(phase_file(repo), count_failed_submissions=True, submission_limit_period=None,
+              submissions_limit_per_user_per_period=2)
+    write_result(repo, "alice", "a", status="failed", created=NOW - dt.timedelta(days=300))
+    write_result(repo, "alice", "b", status="failed")
+    line = refused(github, repo, {sub(sub_id="c"): text()})
+    assert line == "phase 'Final test' allows 2 submissions in all and 'alice' has 2 evaluated and 0 pending"
+
+
+def test_every_failing_rule_gives_its_own_line(github, repo):
+    outcome, pull = judge(github, repo, {sub("bob"): text(image="ghcr.io/bob/algo:v1"), "README.md": "hi\n"},
+                          now=dt.datetime(2028, 1, 1, tzinfo=UTC))
+    assert [p.split(":")[0] for p in outcome.verdict.problems] == [
+        "README.md", "the folder 'bob' is neither your GitHub login (alice) nor a team of yours in challenges/"
+        f"{CHALLENGE}/teams.yml", sub("bob"), "phase 'Final test' closed on 2027-12-31 23"]
+    assert len(pull.comments) == 1 and pull.comments[0]["body"].count("\n- ") == 4
+
+
+def test_a_predictions_file_may_come_with_its_submission(repo):
+    phase = phase_file(repo)
+    edit_yaml(phase, submission_kind="predictions")
+    files = {sub(): "phase: final-test\npredictions:\n  file: masks.zip\n  sha256: " + "d" * 64 + "\n",
+             sub().replace("v1.yml", "masks.zip"): "zip"}
+    proposal = Proposal("alice", tuple(Change(p, "added") for p in files), lambda p: files[p].encode())
+    assert check(Store(repo), proposal, now=NOW).ok
+
+
+# --- the pieces --------------------------------------------------------------------------------------
+
+
+def test_when_reads_in_utc_and_relative_words():
+    closes = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=UTC)
+    assert when(closes, closes + dt.timedelta(days=3)) == "2027-12-31 23:59 UTC (3 days ago)"
+    assert when(closes, closes - dt.timedelta(minutes=1)) == "2027-12-31 23:59 UTC (in 1 minute)"
+    assert when(closes, closes + dt.timedelta(seconds=5)) == "2027-12-31 23:59 UTC (less than a minute ago)"
+
+
+@pytest.mark.parametrize("image, registry", [
+    ("ghcr.io/a/b@sha256:" + "a" * 64, "ghcr.io"), ("a/b@sha256:" + "a" * 64, "docker.io"),
+    ("b@sha256:" + "a" * 64, "docker.io"), ("localhost/b@sha256:" + "a" * 64, "localhost"),
+    ("reg:5000/b@sha256:" + "a" * 64, "reg:5000"), ("sha256:" + "a" * 64, None)])
+def test_registry_of_reads_references_as_docker_does(image, registry):
+    assert registry_of(image) == registry
+
+
+def test_teams_and_registrations_errors_name_file_and_line(tmp_path):
+    teams = tmp_path / "teams.yml"
+    teams.write_text("lab:\n  - alice\nbad team:\n  - bob\n")
+    with pytest.raises(ModelError, match=r"teams.yml:3: bad team: a team name may use"):
+        load_teams(teams)
+    teams.write_text("lab: alice\n")
+    with pytest.raises(ModelError, match=r"teams.yml:1: lab: expected a list"):
+        load_teams(teams)
+    registration = tmp_path / "alice.yml"
+    registration.write_text("name: Alice\naccept_rules: true\nemail: a@b.c\n")
+    with pytest.raises(ModelError, match=r"alice.yml:3: email: unknown field"):
+        load_registration(registration)

@@ -1,0 +1,163 @@
+"""The built site in headless Chromium with the network cut: the leaderboard sorts, the charts
+draw, the result viewer renders a result, and no request leaves the site.
+
+Without Chromium (Debian packages chromium and chromium-driver) these tests are skipped, except
+under CI (CI=true), where a missing browser fails the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from runner.evaluation.examples import prepare_workspace
+from runner.site import pages
+from runner.site.build import SiteConfig, build_site
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit
+
+pytest.importorskip("selenium")
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+CASES = 6
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(tmp_path_factory) -> Iterator[str]:
+    """A site built by MkDocs from a repository with several results over two days of history,
+    served on 127.0.0.1."""
+    repo = prepare_workspace(REPO, tmp_path_factory.mktemp("browser") / "repo")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    for participant, offset in (("alice", 0.2), ("bob", 0.3)):
+        add_result(repo, participant, "v1", 0.5 + offset, cases=[0.45 + offset + 0.02 * i for i in range(CASES)])
+    commit(repo, "2026-03-01T10:00:00Z")
+    for participant, offset in (("carol", 0.1), ("dave", 0.0)):
+        add_result(repo, participant, "v1", 0.5 + offset, cases=[0.45 + offset + 0.02 * i for i in range(CASES)])
+    add_result(repo, "erin", "broken", None, status="failed", error="Algorithm failed: boom")
+    commit(repo, "2026-03-02T10:00:00Z")
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets)
+    site = build_site(config)
+    handler = functools.partial(QuietHandler, directory=str(site))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_port}/"
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but headless Chromium is missing (apt-get install chromium chromium-driver)")
+        pytest.skip("headless Chromium is missing (Debian packages chromium and chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox",  # no-sandbox: CI runs as root
+                "--disable-gpu", "--window-size=1280,2000",
+                # The network cut: no name resolves but 127.0.0.1, and anything else goes to a dead proxy.
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    chrome = webdriver.Chrome(options=options, service=Service(driver))
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture
+def page(browser, site_url) -> Iterator[webdriver.Chrome]:
+    """The browser; afterwards, every request it made was to the site, and no script failed."""
+    browser.get_log("performance"), browser.get_log("browser")  # start from empty logs
+    yield browser
+    requested = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
+    urls = [m["params"]["request"]["url"] for m in requested if m["method"] == "Network.requestWillBeSent"]
+    assert urls, "the performance log recorded no request"
+    # data: URLs are inline images in the theme's CSS, not requests to anywhere.
+    assert [u for u in urls if not u.startswith((site_url, "data:"))] == []
+    assert [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def wait_for(browser, css: str, count: int = 1) -> list:
+    return WebDriverWait(browser, 10).until(
+        lambda b: (found := b.find_elements(By.CSS_SELECTOR, css)) and len(found) >= count and found)
+
+
+def column(browser, index: int) -> list[str]:
+    return [row.find_elements(By.TAG_NAME, "td")[index].text
+            for row in browser.find_elements(By.CSS_SELECTOR, ".lb-table table tbody tr")]
+
+
+def leaderboard_url(site_url: str) -> str:
+    return f"{site_url}{CHALLENGE}/leaderboard/{PHASE}/"
+
+
+def test_leaderboard_sorts_by_any_column(page, site_url):
+    page.get(leaderboard_url(site_url))
+    headers = wait_for(page, ".lb-table th.lb-sortable", 4)
+    assert column(page, 1) == ["bob", "alice", "carol", "dave"]  # rank order
+    headers[1].click()
+    assert column(page, 1) == ["alice", "bob", "carol", "dave"]
+    headers[3].click()  # Dice (mean), ascending
+    assert column(page, 1) == ["dave", "carol", "alice", "bob"]
+    headers[3].click()
+    assert column(page, 1) == ["bob", "alice", "carol", "dave"]
+    assert headers[3].get_attribute("aria-sort") == "descending"
+
+
+def test_uncertainty_charts_draw(page, site_url):
+    page.get(leaderboard_url(site_url))
+    blobs = wait_for(page, "#lb-uncertainty .lb-blob svg circle", 4)
+    assert all(float(c.get_attribute("r")) > 0 for c in blobs)
+    cells = wait_for(page, "#lb-uncertainty .lb-significance svg rect", 16)
+    assert len(cells) == 16  # 4 teams x 4
+
+
+def test_history_snapshot_shows_in_place(page, site_url):
+    page.get(leaderboard_url(site_url))
+    snapshots = wait_for(page, "a.lb-snapshot", 2)
+    assert [a.text for a in snapshots] == ["2026-03-02", "2026-03-01"]
+    snapshots[1].click()
+    rows = wait_for(page, "#lb-snapshot table tbody tr", 2)
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["bob", "alice"]
+    assert "As of 2026-03-01" in page.find_element(By.ID, "lb-snapshot").text
+
+
+def test_result_viewer_renders_a_result(page, site_url):
+    page.get(leaderboard_url(site_url))
+    wait_for(page, ".lb-table table")
+    page.find_element(By.LINK_TEXT, "v1").click()  # the first row: bob
+    heading = wait_for(page, "#result-view h2")[0]
+    assert heading.text == "bob / v1"
+    assert "Rank 1 of 4 ranked results" in page.find_element(By.ID, "result-view").text
+    tables = page.find_elements(By.CSS_SELECTOR, "#result-view table")
+    per_case = [t for t in tables if t.find_element(By.TAG_NAME, "th").text == "Case"]
+    assert [len(t.find_elements(By.CSS_SELECTOR, "tbody tr")) for t in per_case] == [CASES, CASES]  # metrics, runner
+    charts = page.find_elements(By.CSS_SELECTOR, "#result-view svg.chart")
+    assert len(charts) >= 4 and all(c.find_elements(By.TAG_NAME, "circle") for c in charts)
+    assert f"ghcr.io/bob/a@sha256:{'cd' * 32}" in page.find_element(By.ID, "result-view").text
+
+
+def test_result_viewer_shows_a_failure(page, site_url):
+    page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=erin/broken")
+    status = wait_for(page, "#result-view .result-status")[0]
+    assert status.text == "Failed: Algorithm failed: boom"

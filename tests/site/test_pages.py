@@ -1,0 +1,263 @@
+"""The site: pages generated from the tree and results, built for real by MkDocs and Zensical."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.ranking.leaderboard import leaderboard
+from runner.site import pages
+from runner.site.build import BuildError, SiteConfig, build_site
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, DIGEST, PHASE, add_result
+
+
+@pytest.fixture
+def scored_repo(repo) -> Path:
+    add_result(repo, "alice", "v1", 0.81234)
+    add_result(repo, "bob", "v2", 0.93456)
+    add_result(repo, "carol", "v1", 0.5)
+    add_result(repo, "dave", "broken", None, status="failed", error="Algorithm failed: ValueError: bad shape")
+    return repo
+
+
+def table_rows(html: str) -> list[list[str]]:
+    body = html.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in rows]
+
+
+@pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
+def test_built_site_has_leaderboard_in_score_order(scored_repo, builder):
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets)
+    site = build_site(config, builder)
+    html = (site / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()
+    rows = table_rows(html)
+    assert [r[:3] for r in rows[:3]] == [["1", "bob", "v2"], ["2", "alice", "v1"], ["3", "carol", "v1"]]
+    assert rows[0][3] == "0.935 ± 0.010"          # score with its error, 3 decimal places
+    assert rows[0][4] == "0.467 ± 0.020"          # extra column
+    assert "Algorithm failed: ValueError: bad shape" in html  # failed evaluations are listed with their reason
+    assert (site / CHALLENGE / "results" / PHASE / "bob" / "v2.json").is_file()
+    assert f'href="../../results/{PHASE}/view/?id=bob/v2"' in html  # each row links to the result viewer
+    assert (site / CHALLENGE / "results" / PHASE / "view" / "index.html").is_file()
+    assert f'results/{PHASE}/view/"' not in html  # the viewer stays out of the navigation
+    assert (site / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").is_file()
+    index = json.loads(((site / "search" / "search_index.json") if builder == "mkdocs" else site / "search.json").read_text())
+    indexed = {doc["location"].split("#")[0] for doc in index.get("docs", index.get("items", []))}
+    assert f"{CHALLENGE}/submit/" in indexed  # organizers' pages are searched, generated ones are not
+    assert not [page for page in indexed if "/leaderboard/" in page or "/results/" in page]
+    home = (site / "index.html").read_text()
+    assert 'class="catalog-card"' in home and "Ellipsoid Segmentation" in home
+    assert (site / CHALLENGE / "index.html").is_file() and (site / CHALLENGE / "submit" / "index.html").is_file()
+
+
+def test_mkdocs_strict_build_has_no_broken_links(scored_repo):
+    assert main(["--root", str(scored_repo), "build", "--strict"]) == 0
+
+
+def test_catalog_export_speaks_openchallenges(scored_repo):
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets, today=dt.date(2026, 6, 1))
+    [entry] = json.loads((config.stage / "catalog.json").read_text())
+    assert entry["slug"] == CHALLENGE and entry["status"] == "active"
+    assert entry["submission_types"] == ["container_image"] and entry["incentives"] == ["publication"]
+    assert entry["organizations"][0]["role"] == "challenge_organizer"
+
+
+def test_generation_writes_only_changes_and_drops_stale_pages(scored_repo):
+    config = SiteConfig.read(scored_repo)
+    store = Store(scored_repo)
+    pages.generate(store, config.stage, config.templates, config.assets)
+    board = config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md"
+    page = config.stage / CHALLENGE / "index.md"
+    stamp = page.stat().st_mtime_ns
+    stale = config.stage / "old.md"
+    stale.write_text("# gone")
+    add_result(scored_repo, "erin", "v1", 0.99)
+    pages.generate(store, config.stage, config.templates, config.assets)
+    assert page.stat().st_mtime_ns == stamp
+    assert "erin" in board.read_text() and not stale.exists()
+
+
+def test_organizer_page_edit_is_rendered(scored_repo):
+    (scored_repo / "challenges" / CHALLENGE / "faq.md").write_text("# FAQ\n\nAsk on the forum.\n")
+    assert main(["--root", str(scored_repo), "build"]) == 0
+    assert "Ask on the forum." in (scored_repo / "build" / "site" / CHALLENGE / "faq" / "index.html").read_text()
+
+
+def test_broken_builder_config_is_one_clear_error(scored_repo, capsys):
+    (scored_repo / "mkdocs.yml").write_text((scored_repo / "mkdocs.yml").read_text().replace("name: material", "name: nosuchtheme"))
+    with pytest.raises(BuildError, match="mkdocs build failed"):
+        build_site(SiteConfig.read(scored_repo))
+    assert main(["--root", str(scored_repo), "build"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: mkdocs build failed")
+
+
+def test_leaderboard_command_formats(scored_repo, capsys):
+    assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, PHASE, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["participant"]) for r in rows] == [(1, "bob"), (2, "alice"), (3, "carol")]
+    assert rows[0]["Dice (mean)"] == 0.93456
+    assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, PHASE, "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("rank,participant,submission,Dice (mean),Dice (mean) error,Jaccard (mean),"
+                        "Jaccard (mean) error,Dice (worst case),submitted")
+    assert lines[1].startswith("1,bob,v2,0.93456,0.01,")
+    assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, "nope"]) == 1
+    assert "has no phase 'nope'" in capsys.readouterr().err
+
+
+def stage_of(repo: Path, **kwargs) -> Path:
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, **kwargs)
+    return config.stage
+
+
+def test_leaderboard_downloads_and_ranking_sentence(scored_repo):
+    stage = stage_of(scored_repo)
+    folder = stage / CHALLENGE / "leaderboard" / PHASE
+    rows = json.loads((folder / "leaderboard.json").read_text())
+    assert [(r["rank"], r["participant"], r["Dice (mean)"], r["Dice (mean) error"]) for r in rows] == [
+        (1, "bob", 0.93456, 0.01), (2, "alice", 0.81234, 0.01), (3, "carol", 0.5, 0.01)]
+    lines = (folder / "leaderboard.csv").read_text().splitlines()
+    assert lines[0].startswith("rank,participant,submission,Dice (mean),Dice (mean) error,") and len(lines) == 4
+    page = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert ("**Absolute ranking**: results are ordered on Dice (mean) alone (higher is better), equal ones "
+            "sharing a rank (1, 2, 2, 4); every successful result is listed") in page
+    assert f"[CSV]({PHASE}/leaderboard.csv) · [JSON]({PHASE}/leaderboard.json)" in page
+
+
+def test_mean_of_ranks_is_explained_with_its_columns(repo):
+    phase = Store(repo).phase(CHALLENGE, PHASE)
+    jaccard = replace(phase.extra_results_columns[0], exclude_from_ranking=False)
+    mean = replace(phase, scoring_method_choice="mean", result_display_choice="best",
+                   extra_results_columns=(jaccard,))
+    assert pages.ranking_method(mean) == (
+        "each result is ranked on every ranked column separately (Dice (mean): higher is better; "
+        "Jaccard (mean): higher is better), then ordered by the mean of those ranks, equal ones sharing a "
+        "rank (1, 2, 2, 4); each participant's best result is listed, and one missing a ranked value is "
+        "listed without a rank.")
+    tested = replace(phase, scoring_method_choice="test-then-rank")
+    assert pages.ranking_method(tested).startswith(
+        "every pair of results is compared on Dice (mean) by a one-sided Wilcoxon signed-rank test over cases "
+        "(p ≤ 0.05), and results are ordered by the share of the others they beat, equal ones sharing")
+
+
+def write_blind_phase(repo: Path) -> str:
+    """A copy of the example phase that withholds scores until it closes (2027-12-31 23:59:59 UTC)."""
+    phases = repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text().replace("title: Final test", "title: Blind test")
+    (phases / "blind.yml").write_text(text + "blind: true\n")
+    return "blind"
+
+
+def test_blind_phase_publishes_no_score_until_it_closes(repo):
+    blind = write_blind_phase(repo)
+    add_result(repo, "alice", "v1", 0.81234, cases=[0.71111, 0.82222, 0.93333], phase=blind)
+    add_result(repo, "bob", "v2", 0.93456, cases=[0.64444, 0.75555, 0.86666], phase=blind)
+    stage = stage_of(repo, now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC))
+    published = "".join(p.read_text() for p in stage.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".csv"))
+    for secret in ("0.81234", "0.93456", "0.40617", "0.71111", "0.64444", "2.5"):  # scores, per case, times
+        assert secret not in published
+    page = (stage / CHALLENGE / "leaderboard" / f"{blind}.md").read_text()
+    assert page.count("succeeded — scores withheld until 2027-12-31 23:59 UTC") == 2
+    assert page.index("| alice |") < page.index("| bob |")  # in order of submission, not of score
+    assert not (stage / CHALLENGE / "leaderboard" / blind / "uncertainty.json").exists()
+    result = json.loads((stage / CHALLENGE / "results" / blind / "bob" / "v2.json").read_text())
+    assert result["metrics"] is None and result["status"] == "succeeded"
+    assert result["algorithm"] == {"image": f"ghcr.io/bob/a@{DIGEST}", "image_id": None}
+
+    stage = stage_of(repo, now=dt.datetime(2028, 1, 1, tzinfo=dt.UTC))
+    rows = json.loads((stage / CHALLENGE / "leaderboard" / blind / "leaderboard.json").read_text())
+    assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [(1, "bob", 0.93456), (2, "alice", 0.81234)]
+
+
+def test_published_results_carry_no_logs(repo):
+    add_result(repo, "alice", "v1", 0.8, logs={"algorithm": "Traceback: secret"})
+    data = json.loads((stage_of(repo) / CHALLENGE / "results" / PHASE / "alice" / "v1.json").read_text())
+    assert "logs" not in data and data["metrics"]["aggregates"]["dice"]["mean"] == 0.8
+
+
+def test_ranking_uncertainty_needs_two_teams_and_three_cases(repo):
+    target = repo / "build" / "stage" / CHALLENGE / "leaderboard" / PHASE / "uncertainty.json"
+    add_result(repo, "alice", "v1", 0.835, cases=[0.8 + 0.01 * i for i in range(8)])
+    stage_of(repo)
+    assert not target.exists()  # one team
+    add_result(repo, "bob", "v1", 0.635, cases=[0.6 + 0.01 * i for i in range(8)])
+    add_result(repo, "bob", "v2", 0.535, cases=[0.5 + 0.01 * i for i in range(8)])  # a team counts once, by its best
+    stage = stage_of(repo)
+    data = json.loads(target.read_text())
+    assert data["algorithms"] == ["alice", "bob"] and data["cases"] == 8 and data["samples"] == 1000
+    assert data["rank_frequencies"] == {"alice": {"1": 1.0}, "bob": {"2": 1.0}}
+    assert data["significance"] == [[False, True], [False, False]]  # alice beats bob in all 8 cases
+    page = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "## Ranking uncertainty" in page and f"[uncertainty.json]({PHASE}/uncertainty.json)" in page
+
+
+def test_uncertainty_reads_the_phases_per_case_values_or_the_convention(repo):
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.8, 0.9])
+    add_result(repo, "bob", "v1", 0.6, cases=[0.5, 0.6, 0.7])
+    store = Store(repo)
+    named, results = store.phase(CHALLENGE, PHASE), store.results(CHALLENGE, PHASE)
+    conventional = replace(named, score_case_jsonpath=None)  # aggregates.dice.mean: case.*.dice
+    unresolved = replace(conventional, score=replace(named.score, path="aggregates.dice.min"))
+    for phase in (named, conventional):
+        frame, spec = pages.case_values(phase, leaderboard(phase, results), results)
+        assert sorted(frame["algorithm"].unique()) == ["alice", "bob"] and len(frame) == 6
+        assert (spec.method, spec.aggregate, spec.smaller_better) == ("aggregate-then-rank", "mean", False)
+    assert pages.case_values(unresolved, leaderboard(unresolved, results), results) is None
+    per_case = replace(named, scoring_method_choice="rank-then-aggregate")
+    _, spec = pages.case_values(per_case, leaderboard(per_case, results), results)
+    assert spec.method == "rank-then-aggregate"  # the bootstrap ranks as the leaderboard does
+
+
+def test_combined_leaderboard_page_and_command(scored_repo, capsys):
+    challenge = scored_repo / "challenges" / CHALLENGE
+    (challenge / "phases" / "second.yml").write_text((challenge / "phases" / f"{PHASE}.yml").read_text())
+    (challenge / "challenge.yml").write_text((challenge / "challenge.yml").read_text() + (
+        "combined_leaderboards:\n  - slug: overall\n    title: Overall\n    combine: mean\n    phases:\n"
+        f"      - phase: {PHASE}\n      - phase: second\n"))
+    import shutil
+    shutil.copytree(challenge / "results" / PHASE, challenge / "results" / "second")
+    (challenge / "results" / "second" / "carol" / "v1.json").unlink()  # carol is not ranked in every phase
+    assert main(["--root", str(scored_repo), "leaderboard", CHALLENGE, "overall", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["participant"], r["combined"]) for r in rows] == [(1, "bob", 1.0), (2, "alice", 2.0)]
+    assert main(["--root", str(scored_repo), "build"]) == 0
+    html = (scored_repo / "build" / "site" / CHALLENGE / "leaderboard" / "overall" / "index.html").read_text()
+    assert [r[:2] for r in table_rows(html)] == [["1", "bob"], ["2", "alice"]]
+
+
+def test_phase_that_is_not_public_is_not_published(scored_repo):
+    phase = scored_repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
+    phase.write_text(phase.read_text() + "public: false\n")
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets)
+    assert not (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").exists()
+    assert not (config.stage / CHALLENGE / "results" / PHASE).exists()
+    assert f"leaderboard/{PHASE}/" not in (config.stage / "index.md").read_text()
+
+
+def test_results_wait_for_approval_when_auto_publish_is_off(scored_repo, capsys):
+    phase = scored_repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
+    phase.write_text(phase.read_text() + "auto_publish_new_results: false\n")
+    approvals = scored_repo / "challenges" / CHALLENGE / "approvals" / f"{PHASE}.yml"
+    approvals.parent.mkdir()
+    approvals.write_text("- alice/v1\n- carol/v1\n")
+    config = SiteConfig.read(scored_repo)
+    pages.generate(Store(scored_repo), config.stage, config.templates, config.assets)
+    board = json.loads((config.stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.json").read_text())
+    assert [r["participant"] for r in board] == ["alice", "carol"]  # bob's better result awaits approval
+    assert not (config.stage / CHALLENGE / "results" / PHASE / "bob").exists()
+    approvals.write_text("- alice/v1\n- not an entry\n")
+    assert main(["--root", str(scored_repo), "check"]) == 1
+    assert f"{approvals}:2: [1]: 'not an entry' is not participant/id" in capsys.readouterr().out

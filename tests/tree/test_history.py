@@ -1,0 +1,116 @@
+"""Leaderboards as they stood on past dates, rebuilt from the results' git history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.tree.history import History, HistoryError, parse_when
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE, add_result, commit
+
+UTC = dt.UTC
+
+
+@pytest.fixture
+def history_repo(repo) -> Path:
+    """alice lands on 03-01, bob on 03-02 12:00, alice's result is re-run lower on 03-05 and bob's
+    removed on 03-06; carol's result is written but never committed."""
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    commit(repo, "2026-02-20T09:00:00Z", "the challenge")
+    add_result(repo, "alice", "v1", 0.7)
+    commit(repo, "2026-03-01T10:00:00Z")
+    add_result(repo, "bob", "v1", 0.8)
+    commit(repo, "2026-03-02T12:00:00Z")
+    add_result(repo, "alice", "v1", 0.6)
+    commit(repo, "2026-03-05T08:00:00+02:00")  # 06:00 UTC
+    (repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json").unlink()
+    commit(repo, "2026-03-06T10:00:00Z")
+    add_result(repo, "carol", "v1", 0.9)
+    return repo
+
+
+def standing(repo: Path, when: str) -> list[tuple[str, float]]:
+    results = History(Store(repo)).results_as_of(CHALLENGE, PHASE, parse_when(when))
+    return [(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in results]
+
+
+def test_results_as_of_a_date_are_those_committed_by_its_end(history_repo):
+    assert standing(history_repo, "2026-02-28") == []
+    assert standing(history_repo, "2026-03-01") == [("alice", 0.7)]
+    assert standing(history_repo, "2026-03-02T11:59:59") == [("alice", 0.7)]
+    assert standing(history_repo, "2026-03-02T12:00:00") == [("alice", 0.7), ("bob", 0.8)]
+    assert standing(history_repo, "2026-03-05") == [("alice", 0.6), ("bob", 0.8)]  # the re-run replaced it
+    assert standing(history_repo, "2026-03-07") == [("alice", 0.6)]  # removed; carol was never committed
+
+
+def test_parse_when_reads_a_date_as_its_end_in_utc():
+    assert parse_when("2026-05-01") == dt.datetime(2026, 5, 1, 23, 59, 59, 999999, UTC)
+    assert parse_when("2026-05-01T12:00") == dt.datetime(2026, 5, 1, 12, tzinfo=UTC)
+    assert parse_when("2026-05-01T12:00+02:00") == dt.datetime(2026, 5, 1, 10, tzinfo=UTC)
+    with pytest.raises(ValueError):
+        parse_when("yesterday")
+
+
+def test_snapshots_are_the_last_days_the_results_changed(history_repo):
+    history = History(Store(history_repo))
+    snaps = history.snapshots(CHALLENGE, PHASE)
+    assert [s.day.isoformat() for s in snaps] == ["2026-03-01", "2026-03-02", "2026-03-05", "2026-03-06"]
+    assert [r.participant for r in history.results(snaps[1])] == ["alice", "bob"]
+    assert [r.participant for r in history.results(snaps[-1])] == ["alice"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=history_repo, capture_output=True, text=True).stdout
+    assert snaps[-1].commit == head.strip()
+    limited = History(Store(history_repo), limit=2).snapshots(CHALLENGE, PHASE)
+    assert [s.day.isoformat() for s in limited] == ["2026-03-05", "2026-03-06"]
+
+
+def test_leaderboard_command_as_of(history_repo, capsys):
+    assert main(["--root", str(history_repo), "leaderboard", CHALLENGE, PHASE, "--as-of", "2026-03-03",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [(1, "bob", 0.8), (2, "alice", 0.7)]
+
+
+def test_as_of_outside_git_is_one_clear_error(repo, capsys):
+    assert main(["--root", str(repo), "leaderboard", CHALLENGE, PHASE, "--as-of", "2026-03-03"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --as-of needs the repository's git history")
+    with pytest.raises(HistoryError):
+        History(Store(repo)).snapshots(CHALLENGE, PHASE)
+
+
+def test_leaderboard_page_links_a_snapshot_per_day(history_repo):
+    config = SiteConfig.read(history_repo)
+    pages.generate(Store(history_repo), config.stage, config.templates, config.assets)
+    folder = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "2026-03-01.json", "2026-03-02.json", "2026-03-05.json", "2026-03-06.json"]
+    snap = json.loads((folder / "2026-03-02.json").read_text())
+    assert snap["as_of"] == "2026-03-02" and len(snap["commit"]) == 40
+    assert [(r["rank"], r["participant"]) for r in snap["rows"]] == [(1, "bob"), (2, "alice")]
+    page = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert page.index("[2026-03-06]") < page.index("[2026-03-01]")  # newest first
+    assert f"({PHASE}/history/2026-03-02.json)" in page
+    assert main(["--root", str(history_repo), "build", "--strict"]) == 0  # every snapshot link resolves
+
+
+def test_snapshots_are_ranked_once_and_kept_between_runs(history_repo):
+    config, cache = SiteConfig.read(history_repo), history_repo / "build" / "cache"
+    pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
+    kept = {p.name: p.read_bytes() for p in cache.iterdir()}
+    assert len(kept) == 4  # one per snapshot; no bootstrap without per-case values
+    snapshot = config.stage / CHALLENGE / "leaderboard" / PHASE / "history" / "2026-03-01.json"
+    marked = next(name for name, data in kept.items() if data == snapshot.read_bytes())
+    (cache / marked).write_bytes(b'{"as_of":"kept"}')
+    add_result(history_repo, "dave", "v1", 0.5)
+    commit(history_repo, "2026-03-08T10:00:00Z")
+    pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
+    assert snapshot.read_bytes() == b'{"as_of":"kept"}'  # read back, not ranked again
+    assert len(list(cache.iterdir())) == 5
