@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from runner.ranking.leaderboard import leaderboard
+from runner.ranking.phase_uncertainty import ranking_uncertainty
 from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.tree.history import History
@@ -147,7 +148,7 @@ def parts(store: Store) -> None:
                 leaderboard(store.phase(slug, phase), results)
     with timed("  ranking uncertainty (bootstrap per phase)"):
         for key, board in boards.items():
-            pages.ranking_uncertainty(store.phase(*key), board, loaded[key])
+            ranking_uncertainty(store.phase(*key), board, loaded[key])
 
 
 def build(root: Path, builder: str) -> int:

@@ -9,7 +9,7 @@ import json
 from rich.table import Table
 
 from runner.ranking.leaderboard import combined, leaderboard
-from runner.site.pages import fields, fmt, records, to_csv
+from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.model import CombinedLeaderboard, Result
 from runner.tree.store import Store

@@ -17,6 +17,7 @@ from typing import TypeVar
 import requests
 from github import Auth, Github, GithubException
 
+from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
 
 API_URL = "https://api.github.com"
@@ -24,24 +25,8 @@ ENV_TOKEN, ENV_API_URL, ENV_REPOSITORY = "GITHUB_TOKEN", "GITHUB_API_URL", "GITH
 T = TypeVar("T")
 
 
-class GitHubError(RuntimeError):
+class GitHubError(ChallengeError):
     """GitHub refused a request, or kept failing after every retry."""
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """How often and how long to wait between tries: doubling from `first`, or until the rate
-    limit resets when GitHub says when, never longer than `longest`."""
-
-    attempts: int = 5
-    first: float = 2.0
-    longest: float = 300.0
-    sleep: Callable[[float], None] = time.sleep
-
-    def wait(self, attempt: int, reset_in: float | None) -> float:
-        if reset_in is not None:
-            return min(max(reset_in, 1.0), self.longest)
-        return min(self.first * 2 ** (attempt - 1), self.longest)
 
 
 @dataclass(frozen=True)
@@ -60,14 +45,14 @@ class GitHub:
     """One repository on GitHub (or on a server speaking its REST API, such as the tests' fake)."""
 
     def __init__(self, repository: str, *, token: str | None, api_url: str = API_URL,
-                 backoff: Backoff = Backoff(), log: Callable[[str], None] = lambda line: None,
+                 retry: Retry = Retry(attempts=5), log: Callable[[str], None] = lambda line: None,
                  pause: bool = True):
         # PyGithub's own retries would sleep out of our sight; ours report and can be shortened.
         # Its pauses between requests keep clear of GitHub's secondary rate limits.
         self._client = Github(auth=Auth.Token(token) if token else None, base_url=api_url.rstrip("/"),
                               retry=0, seconds_between_requests=0.25 if pause else None,
                               seconds_between_writes=1.0 if pause else None, lazy=True)
-        self.repository, self.backoff, self.log = repository, backoff, log
+        self.repository, self.retry, self.log = repository, retry, log
         self._repo = self._client.get_repo(repository)  # lazy: objects load on first use
 
     @classmethod
@@ -149,22 +134,22 @@ class GitHub:
     # --- retries ------------------------------------------------------------------------------------
 
     def _call(self, what: str, action: Callable[[], T]) -> T:
-        attempts = self.backoff.attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                return action()
-            except GithubException as exc:
-                if not _transient(exc):
-                    raise GitHubError(f"{what}: GitHub answered {exc.status}: {_message(exc)}") from None
-                reason, reset_in = f"GitHub answered {exc.status} ({_message(exc)})", _reset_in(exc)
-            except requests.RequestException as exc:
-                reason, reset_in = f"GitHub did not answer ({type(exc).__name__})", None
-            if attempt == attempts:
-                raise GitHubError(f"{what}: {reason}; gave up after {attempts} tries")
-            wait = self.backoff.wait(attempt, reset_in)
-            self.log(f"{what}: {reason}; retrying in {wait:.0f} s (try {attempt + 1} of {attempts})")
-            self.backoff.sleep(wait)
-        raise AssertionError("unreachable")
+        """`action`, with rate limits and GitHub's bad moments retried by the package's one policy."""
+        return self.retry.call(lambda attempt: _answered(what, action), log=self.log)
+
+
+def _answered(what: str, action: Callable[[], T]) -> T:
+    """`action`'s value, or its failure as a GitHubError: transient for rate limits, 5xx answers and
+    dropped connections, carrying how long GitHub asked us to wait when it said."""
+    try:
+        return action()
+    except GithubException as exc:
+        if not _transient(exc):
+            raise GitHubError(f"{what}: GitHub answered {exc.status}: {_message(exc)}") from None
+        raise GitHubError(f"{what}: GitHub answered {exc.status} ({_message(exc)})", transient=True,
+                          retry_after=_reset_in(exc)) from None
+    except requests.RequestException as exc:
+        raise GitHubError(f"{what}: GitHub did not answer ({type(exc).__name__})", transient=True) from None
 
 
 def _header(exc: GithubException, name: str) -> str | None:

@@ -16,14 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
+from runner.tree.paths import CHALLENGES, RESULT_PATH
 
-RESULTS = ":(glob)challenges/*/results/**"
+RESULTS = f":(glob){CHALLENGES}/*/results/**"
 BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
 STATUSES = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 
 
-class GitError(RuntimeError):
+class GitError(ChallengeError):
     """A git command failed."""
 
 
@@ -75,11 +77,6 @@ def show(root: Path, rev: str, path: str) -> bytes | None:
     return _run(root, ("cat-file", "blob", f"{rev}:{path}"), None)
 
 
-def added_by(root: Path, path: str) -> str | None:
-    """The commit that added `path` (the squash merge of its pull request), if git knows it."""
-    return git(root, "log", "--diff-filter=A", "--format=%H", "-1", "--", path).strip() or None
-
-
 def added_in(root: Path, rev: str, pattern: str) -> list[str]:
     """Files that commit `rev` added, matching a glob such as challenges/*/results/*/*/*.json."""
     names = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "-z", "--diff-filter=A", "--root", rev)
@@ -115,26 +112,27 @@ def commit_results(root: Path, *, message: str, remote: str = "origin", branch: 
     """Commit every new or changed result file and push it. When the push is refused because another
     runner pushed first, rebase on theirs (results are distinct files, so this never conflicts) and
     try again, waiting a little longer each time."""
+    # Only result records: a temporary file that a killed runner left beside one is never committed.
     written = [p for p in git(root, "ls-files", "-z", "--others", "--modified", "--exclude-standard",
-                              "--", RESULTS).split("\0") if p]
+                              "--", RESULTS).split("\0") if RESULT_PATH.fullmatch(p)]
     if not written:
         return Pushed(None)
     branch = branch or current_branch(root)
     git(root, "add", "--", *written)
     git(root, "-c", f"user.name={BOT[0]}", "-c", f"user.email={BOT[1]}", "commit", "--quiet", "-m", message,
         "--", *written)
-    for attempt in range(1, attempts + 1):
+
+    def push(attempt: int) -> Pushed:
         try:
             if attempt > 1:
                 _rebase(root, remote, branch, env)
             git(root, "push", "--quiet", remote, f"HEAD:refs/heads/{branch}", env=env)
-            return Pushed(git(root, "rev-parse", "HEAD").strip(), attempt)
-        except GitError as exc:
-            if attempt == attempts:
-                raise GitError(f"results not pushed after {attempts} tries: {exc}") from None
-            log(f"push refused ({exc}); rebasing on {remote}/{branch}, try {attempt + 1} of {attempts}")
-        sleep(wait * 2 ** (attempt - 1))
-    raise AssertionError("unreachable")
+        except GitError as exc:  # most likely another runner pushed first: rebase on theirs and try again
+            raise GitError(f"results not pushed: {exc}", transient=True) from None
+        return Pushed(git(root, "rev-parse", "HEAD").strip(), attempt)
+
+    retry = Retry(attempts=attempts, first=wait, sleep=sleep)
+    return retry.call(push, log=log)
 
 
 def _rebase(root: Path, remote: str, branch: str, env: Mapping[str, str] | None) -> None:

@@ -10,20 +10,21 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from runner.pullrequests import gitops
 from runner.pullrequests.github import GitHub, GitHubError, PullRequest
 from runner.pullrequests.rules import Proposal, Verdict, check
 from runner.ranking.leaderboard import scored_document
-from runner.site.pages import fmt
+from runner.ranking.tables import fmt
+from runner.tree.gitfiles import added
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Phase, Result, load_result
+from runner.tree.paths import RESULT_GLOB, submission_of_result
+from runner.tree.policy import Visibility
 from runner.tree.store import Store
 
 VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
 LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration"}
-RESULT_FILES = "challenges/*/results/*/*/*.json"
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,12 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
     """Comment every result that `commit` added on the pull request that brought its submission.
     Each result has its own marker, so notifying twice edits the same comment."""
     notices = []
-    for rel in gitops.added_in(store.root, commit, RESULT_FILES):
+    for rel in gitops.added_in(store.root, commit, RESULT_GLOB):
         result = load_result(store.root / rel)
-        submission = PurePosixPath(rel.replace("/results/", "/submissions/", 1)).with_suffix(".yml")
-        added = gitops.added_by(store.root, str(submission))
-        pulls = tuple(hub.pulls_for_commit(added)) if added else ()
+        landed = added(store.root, submission_of_result(rel) or "")
+        pulls = tuple(hub.pulls_for_commit(landed.commit)) if landed else ()
         phase = store.phase(result.challenge, result.phase)
-        body = result_comment(result, phase, now=now)
+        body = result_comment(result, phase, store.visibility(phase, result, now=now))
         key = f"{result.challenge}/{result.phase}/{result.participant}/{result.submission}"
         marker = f"<!-- challenge-bot:result:{key} -->"
         comments = tuple(hub.upsert_comment(n, marker=marker, body=body) for n in pulls)
@@ -123,14 +123,13 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
     return notices
 
 
-def result_comment(result: Result, phase: Phase, *, now: dt.datetime) -> str:
+def result_comment(result: Result, phase: Phase, shown: Visibility) -> str:
+    """The comment on the submission's pull request: what `shown` (the visibility rule) allows."""
     key = f"`{result.participant}/{result.submission}` in phase {phase.title}"
     if result.status == "failed":
         return f"### ❌ Evaluation of {key} failed\n\n{_fenced(result.error or '')}"
-    closes = phase.submissions_close_at
-    if phase.blind and (closes is None or now < closes):
-        until = f" until submissions close on {closes:%Y-%m-%d %H:%M} UTC" if closes else ""
-        return f"### ✅ Evaluation of {key} succeeded, scores withheld\n\nThis phase is blind: scores are hidden{until}."
+    if not shown.scores:
+        return f"### ✅ Evaluation of {key} succeeded, scores withheld\n\n{shown.note[0].upper()}{shown.note[1:]}."
     document = scored_document(result)
     header = " | ".join(c.title for c in phase.columns)
     values = " | ".join(fmt(lookup(document, c.path), phase.score_decimal_places) for c in phase.columns)

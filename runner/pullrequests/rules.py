@@ -23,16 +23,15 @@ from runner.tree.model import (
     Challenge,
     Phase,
     Submission,
-    check_image_ref,
     load_submission,
     parse_time,
 )
+from runner.tree.paths import REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import SUBMISSION_WHERE as WHERE
+from runner.tree.policy import plural, when, window
+from runner.tree.references import image_refusal
 from runner.tree.store import Store
 
-SUBMISSION_PATH = re.compile(r"challenges/(?P<challenge>[^/]+)/submissions/(?P<phase>[^/]+)/"
-                             r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.yml")
-REGISTRATION_PATH = re.compile(r"challenges/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
-WHERE = "challenges/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
 MAX_LISTED = 10  # other changed files named one by one; the rest are counted
 T = TypeVar("T")
 
@@ -152,7 +151,7 @@ def _identity(store: Store, slug: str, participant: str, author: str) -> list[st
         return [f"{participant!r} is not a participant name: use your GitHub login ({author})"]
     if participant.lower() == author.lower():
         return []
-    path = store.base / slug / "teams.yml"
+    path = store.paths.teams_file(slug)
     if author.lower() in load_teams(path).get(participant, frozenset()):
         return []
     return [f"the folder {participant!r} is neither your GitHub login ({author}) nor a team of yours in "
@@ -178,22 +177,9 @@ def _proposed_file(proposal: Proposal, rel: str, load: Callable[[Path], T]) -> T
 def _image(submission: Submission, rel: str, phase: Phase, allow_local: bool) -> list[str]:
     if submission.image is None:
         return []
-    if why := check_image_ref(submission.image, allow_local=allow_local):
+    if why := image_refusal(submission.image, allowed=phase.allowed_registries, allow_local=allow_local):
         return [f"{rel}: image: {why}"]
-    registry = registry_of(submission.image)
-    if phase.allowed_registries and registry and registry not in phase.allowed_registries:
-        return [f"{rel}: image: registry {registry} is not accepted in phase {phase.title!r}; "
-                f"push to {' or '.join(phase.allowed_registries)}"]
     return []
-
-
-def registry_of(image: str) -> str | None:
-    """The registry host of a pinned reference as Docker reads it (none for a local image ID)."""
-    name = image.split("@")[0]
-    if name.startswith("sha256:"):
-        return None
-    first, _, rest = name.partition("/")
-    return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
 def _companion(rel: str, submission: Submission | None) -> str | None:
@@ -207,13 +193,8 @@ def _companion(rel: str, submission: Submission | None) -> str | None:
 
 
 def _window(phase: Phase, now: dt.datetime) -> list[str]:
-    if phase.submissions_limit_per_user_per_period == 0:
-        return [f"phase {phase.title!r} takes no submissions (its limit per participant is 0)"]
-    if phase.submissions_open_at and now < phase.submissions_open_at:
-        return [f"phase {phase.title!r} opens on {when(phase.submissions_open_at, now)}"]
-    if phase.submissions_close_at and now >= phase.submissions_close_at:
-        return [f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}"]
-    return []
+    state = window(phase, now)
+    return [] if state.open else [state.reason]
 
 
 def _parent(store: Store, phase: Phase, participant: str) -> list[str]:
@@ -243,7 +224,7 @@ def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.da
     if len(times) + len(pending) < limit:
         return []
     per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
-    line = (f"phase {phase.title!r} allows {_plural(limit, 'submission')} {per} and {participant!r} "
+    line = (f"phase {phase.title!r} allows {plural(limit, 'submission')} {per} and {participant!r} "
             f"has {len(times)} evaluated and {len(pending)} pending")
     leaving = len(times) + len(pending) - limit + 1  # results that must age out before one more fits
     if days and leaving <= len(times):
@@ -257,7 +238,7 @@ def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.da
 def _registered(store: Store, challenge: Challenge, author: str) -> list[str]:
     if challenge.registration != "required":
         return []
-    folder = store.base / challenge.slug / "registrations"
+    folder = store.paths.registrations(challenge.slug)
     found = [p for p in folder.glob("*.yml") if p.stem.lower() == author.lower()]
     if not found:
         rel = folder.relative_to(store.root) / f"{author}.yml"
@@ -317,24 +298,3 @@ def load_teams(path: Path) -> dict[str, frozenset[str]]:
             raise f.error(name, "a team name may use letters, digits, '-', '_' and '.'")
         teams[name] = frozenset(login.lower() for login in f.strings(name))
     return teams
-
-
-# --- words -------------------------------------------------------------------------------------
-
-
-def when(moment: dt.datetime, now: dt.datetime) -> str:
-    """A UTC time and how far it is from now: '2027-12-31 23:59 UTC (3 days ago)'."""
-    stamp = moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    seconds = (moment - now).total_seconds()
-    size = abs(seconds)
-    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if size >= length:
-            span = _plural(int(size // length), unit)
-            break
-    else:
-        span = "less than a minute"
-    return f"{stamp} ({'in ' + span if seconds > 0 else span + ' ago'})"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -12,11 +12,15 @@ import bisect
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from runner.tree.jsonpaths import lookup, lookup_all
 from runner.tree.model import CASE_METHODS, CombinedLeaderboard, Phase, Result
+
+if TYPE_CHECKING:
+    from runner.ranking.methods import RankSpec
 
 
 @dataclass(frozen=True)
@@ -68,24 +72,30 @@ def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
     """challengeR's aggregate-then-rank, rank-then-aggregate or test-then-rank over the score's
     per-case values; the row's rank_score is the aggregate, the mean rank or the share of wins."""
     from runner.ranking.methods import (  # scipy is needed only by phases that rank this way
-        RankSpec,
         rank,
     )
 
     complete = [r for r in rows if r.case_values]
     if not complete:
         return _unranked(rows, complete)
-    options = phase.ranking_options
     frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete) for case, value in r.case_values],
                          columns=["task", "case", "algorithm", "value"])
-    spec = RankSpec(method=phase.scoring_method_choice, aggregate=options.aggregate, ties=options.ties,
-                    smaller_better=phase.score.order == "asc", missing=options.missing, alpha=options.alpha,
-                    p_adjust=options.p_adjust)
-    table = rank(frame, spec).set_index("algorithm")
+    table = rank(frame, rank_spec(phase)).set_index("algorithm")
     kept = [(r, table.loc[str(i)]) for i, r in enumerate(complete) if str(i) in table.index]
     rows_kept = [r for r, _ in kept]
     return (_sorted(rows_kept, [int(t["rank"]) for _, t in kept], [float(t["value"]) for _, t in kept])
             + _unranked(rows, rows_kept))
+
+
+def rank_spec(phase: Phase, *, method: str | None = None, aggregate: str | None = None) -> RankSpec:
+    """The challengeR options of a phase (its `ranking_options`): the one mapping from a phase to a
+    RankSpec. `method` and `aggregate` override the phase's, e.g. to bootstrap a mean-of-Dice score."""
+    from runner.ranking.methods import RankSpec
+
+    options = phase.ranking_options
+    return RankSpec(method=method or phase.scoring_method_choice, aggregate=aggregate or options.aggregate,
+                    smaller_better=phase.score.order == "asc", ties=options.ties, missing=options.missing,
+                    alpha=options.alpha, p_adjust=options.p_adjust)
 
 
 def _sorted(rows: list[Row], ranks: list[int], scores: list[float]) -> list[Row]:

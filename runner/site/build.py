@@ -11,10 +11,12 @@ from pathlib import Path
 
 import yaml
 
+from runner.errors import ChallengeError
+
 BUILDERS = ("mkdocs", "zensical")
 
 
-class BuildError(RuntimeError):
+class BuildError(ChallengeError):
     """The site builder failed; the message holds its last error line."""
 
 

@@ -15,40 +15,32 @@ rebuilds what changed.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import hashlib
-import io
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
-import numpy as np
-import pandas as pd
 
 from runner.ranking.leaderboard import (
     Leaderboard,
     combined,
     leaderboard,
-    scored_document,
 )
+from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
+from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.tree.history import History, HistoryError
-from runner.tree.jsonpaths import lookup_all
 from runner.tree.model import (
-    CASE_METHODS,
     Challenge,
     CombinedLeaderboard,
     Phase,
     Result,
 )
+from runner.tree.policy import visibility
 from runner.tree.store import Store
-
-if TYPE_CHECKING:
-    from runner.ranking.methods import RankSpec
 
 CATALOG_MARK = "<!-- catalog -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
@@ -63,9 +55,6 @@ WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
 # What a result shows while its phase withholds scores: identity, dates, images, a failure's reason.
 WITHHELD_KEYS = ("challenge", "phase", "participant", "submission", "status", "created_at", "started_at",
                  "finished_at", "error")
-# A score that aggregates a per-case metric, whose values are then at case.*.<metric> by convention.
-PER_CASE_SCORE = re.compile(r"\$?\.?aggregates\.(?P<metric>[A-Za-z0-9_]+)\.(?P<stat>mean|median)")
-MIN_TEAMS, MIN_CASES = 2, 3
 
 
 @dataclass(frozen=True)
@@ -152,10 +141,6 @@ def environment(templates: Path) -> jinja2.Environment:
     return env
 
 
-def fmt(value: float | None, places: int) -> str:
-    return "–" if value is None else f"{value:.{places}f}"
-
-
 def cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -186,46 +171,11 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     return _sync(stage, wanted)
 
 
-def withheld_until(phase: Phase, now: dt.datetime) -> dt.datetime | None:
-    """When a blind phase shows its scores, while they are still withheld; else None."""
-    closes = phase.submissions_close_at
-    return closes if phase.blind and closes is not None and now < closes else None
-
-
-def fields(phase: Phase) -> list[str]:
-    """The columns of the table's downloads: each value followed by its error where it has one."""
-    values = []
-    for column in phase.columns:
-        values += [column.title, f"{column.title} error"] if column.error_path else [column.title]
-    return ["rank", "participant", "submission", *values, "submitted"]
-
-
-def records(board: Leaderboard) -> list[dict[str, Any]]:
-    """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
-    out = []
-    for row in board.rows:
-        record: dict[str, Any] = {"rank": row.rank, "participant": row.participant, "submission": row.submission}
-        for column, value, error in zip(board.phase.columns, row.values, row.errors):
-            record[column.title] = value
-            if column.error_path:
-                record[f"{column.title} error"] = error
-        out.append({**record, "submitted": row.created_at})
-    return out
-
-
 def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:
     """A blind phase's successful results in order of submission: listing them by score would tell it."""
     done = sorted((r for r in results if r.status == "succeeded"), key=lambda r: (r.created_at, r.participant))
     return [{"participant": r.participant, "submission": r.submission, "status": status, "submitted": r.created_at}
             for r in done]
-
-
-def to_csv(rows: list[dict[str, Any]], header: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, header, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def ranking_method(phase: Phase) -> str:
@@ -252,7 +202,7 @@ def ranking_method(phase: Phase) -> str:
             "and one missing a ranked value is listed without a rank.")
 
 
-def public_result(result: Result, withheld: bool) -> dict[str, Any]:
+def public_result(result: Result, *, withheld: bool) -> dict[str, Any]:
     """What the site publishes of a result (its run records stay dataclasses: `_json` writes them):
     never full logs (a debugging phase's, meant for its participant alone), and while scores are
     withheld nothing measured, since a phase may rank on time."""
@@ -264,93 +214,44 @@ def public_result(result: Result, withheld: bool) -> dict[str, Any]:
     return {**{k: data[k] for k in WITHHELD_KEYS}, "metrics": None, **runs}
 
 
-def case_values(phase: Phase, board: Leaderboard, results: list[Result]) -> tuple[pd.DataFrame, RankSpec] | None:
-    """The score's per-case values of each ranked team (its best row), in the long format that
-    `uncertainty.bootstrap` takes, and how to rank them as the leaderboard does. The values are at
-    the phase's score_case_jsonpath, else at `case.*.<metric>` for a score `aggregates.<metric>.mean`
-    (or `.median`). None without such values, or with fewer than MIN_TEAMS teams or MIN_CASES cases."""
-    from runner.ranking.methods import (
-        RankSpec,  # scipy: only for phases with per-case values
-    )
-
-    match = PER_CASE_SCORE.fullmatch(phase.score.path)
-    path = phase.score_case_jsonpath or (match and f"case.*.{match['metric']}")
-    if not path:
-        return None
-    by_id = {(r.participant, r.submission): r for r in results}
-    teams: dict[str, Result] = {}
-    for row in board.rows:
-        if row.rank is not None:
-            teams.setdefault(row.participant, by_id[row.participant, row.submission])
-    rows = [(team, case, value) for team, result in teams.items()
-            for case, value in lookup_all(scored_document(result), path) if np.isfinite(value)]
-    frame = pd.DataFrame(rows, columns=["algorithm", "case", "value"]).assign(task=phase.slug)
-    if frame["algorithm"].nunique() < MIN_TEAMS or frame["case"].nunique() < MIN_CASES:
-        return None
-    options, method = phase.ranking_options, phase.scoring_method_choice
-    per_case = method in CASE_METHODS
-    return frame, RankSpec(method=method if per_case else "aggregate-then-rank",
-                           aggregate=options.aggregate if per_case or not match else match["stat"],
-                           smaller_better=phase.score.order == "asc", ties=options.ties, missing=options.missing,
-                           alpha=options.alpha, p_adjust=options.p_adjust)
-
-
-def ranking_uncertainty(phase: Phase, board: Leaderboard, results: list[Result]) -> dict[str, Any] | None:
-    """The bootstrap of the score's ranking over cases, for the blob plot and the significance
-    map: teams by median rank, how often each got each rank, and which beats which; None where
-    `case_values` finds too little."""
-    found = case_values(phase, board, results)
-    return None if found is None else _bootstrap(phase, *found)
-
-
-def _bootstrap(phase: Phase, frame: pd.DataFrame, spec: RankSpec) -> dict[str, Any]:
-    from runner.ranking.uncertainty import (
-        bootstrap,  # scipy: only for phases with per-case values
-    )
-
-    summary = bootstrap(frame, spec)
-    teams = sorted(summary.algorithms, key=lambda a: (summary.median_rank[a], summary.ci_high[a], a))
-    frequencies = {}
-    for team, ranks in zip(summary.algorithms, summary.ranks.T):
-        values, counts = np.unique(ranks, return_counts=True)
-        frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(values, counts)}
-    return {**summary.to_dict(), "algorithms": teams, "score": phase.score.title, "cases": int(frame["case"].nunique()),
-            "rank_frequencies": frequencies, "significance": summary.significance.loc[teams, teams].to_numpy().tolist()}
-
-
 def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
-    until = max((u for p in phases.values() if (u := withheld_until(p, run.now))), default=None)
-    rows = [] if until else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p))
+    withheld = next((shown.note for p in phases.values() if not (shown := visibility(p, now=run.now)).scores), "")
+    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p))
                                             for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
-                                                         until=until)
+                                                         withheld=withheld)
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
 
 
 def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result]) -> None:
     """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON."""
     folder = Path(challenge.slug, "leaderboard", phase.slug)
-    until = withheld_until(phase, run.now)
+    shown = visibility(phase, now=run.now)
     board = leaderboard(phase, results)
-    if until is None:
+    if shown.scores:
         table, header, snapshots = records(board), fields(phase), _snapshots(run, phase, folder)
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
         page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty))
     else:
-        status = f"succeeded — scores withheld until {until:%Y-%m-%d %H:%M} UTC"
+        status = f"succeeded — {shown.note}"
         table, header = withheld_records(results, status), WITHHELD_FIELDS
         page = PhasePage(challenge, phase, board, status, table, [])
     run.wanted[folder / "leaderboard.json"] = _json(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
-    run.wanted[folder.parent / f"{phase.slug}.md"] = run.env.get_template("leaderboard.md.j2").render(page=page).encode()
+    run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
     viewer = Path(challenge.slug, "results", phase.slug)
-    run.wanted[viewer / "view.md"] = run.env.get_template("result.md.j2").render(page=page).encode()
+    run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
     for result in results:
-        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json(public_result(result, until is not None))
+        published = public_result(result, withheld=not shown.scores)
+        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json(published)
+
+
+def _render(run: _Run, template: str, **context: Any) -> bytes:
+    return run.env.get_template(template).render(**context).encode()
 
 
 def _snapshots(run: _Run, phase: Phase, folder: Path) -> list[str]:
@@ -378,7 +279,7 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
         return None
     frame, spec = found
     return run.memo.get(f"bootstrap {phase!r} {spec!r}\n{frame.to_csv(index=False)}",
-                        lambda: _json(_bootstrap(phase, frame, spec)))
+                        lambda: _json(bootstrap_summary(phase, frame, spec)))
 
 
 def _json(data: Any) -> bytes:

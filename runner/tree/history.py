@@ -15,13 +15,15 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from runner.errors import ChallengeError
 from runner.tree.model import Result
-from runner.tree.store import CHALLENGES, Store
+from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
+from runner.tree.store import Store
 
 MAX_SNAPSHOTS = 20
 
 
-class HistoryError(RuntimeError):
+class HistoryError(ChallengeError):
     """The history cannot be read (not a git repository, git missing)."""
 
 
@@ -168,14 +170,11 @@ def _key(slug: str, phase: str) -> str:
 
 
 def _is_result(path: str) -> bool:
-    """challenges/<slug>/results/<phase>/<participant>/<id>.json"""
-    parts = path.split("/")
-    return len(parts) == 6 and parts[0] == CHALLENGES and parts[2] == "results" and parts[5].endswith(".json")
+    return RESULT_PATH.fullmatch(path) is not None
 
 
 def _phase_of(path: str) -> str:
-    parts = path.split("/")
-    return _key(parts[1], parts[3])
+    return phase_of_result(path) or ""
 
 
 def _change(line: str) -> tuple[str, str | None]:

@@ -11,12 +11,12 @@ import datetime as dt
 import fcntl
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from runner.tree.gitfiles import added
 from runner.tree.located import load_yaml
 from runner.tree.model import (
     Challenge,
@@ -29,8 +29,9 @@ from runner.tree.model import (
     load_result,
     load_submission,
 )
+from runner.tree.paths import TreePaths
+from runner.tree.policy import Visibility, visibility
 
-CHALLENGES = "challenges"
 APPROVAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -39,7 +40,8 @@ class Store:
 
     def __init__(self, root: Path):
         self.root = root.resolve()
-        self.base = self.root / CHALLENGES
+        self.paths = TreePaths(self.root)
+        self.base = self.paths.base
 
     # --- challenges and phases -------------------------------------------------------------
 
@@ -49,14 +51,15 @@ class Store:
         return sorted(p.parent.name for p in self.base.glob("*/challenge.yml"))
 
     def challenge(self, slug: str) -> Challenge:
-        return _cached_challenge(self.base / slug / "challenge.yml", _mtime(self.base / slug / "challenge.yml"))
+        path = self.paths.challenge_file(slug)
+        return _cached_challenge(path, _mtime(path))
 
     def phases(self, slug: str) -> dict[str, Phase]:
-        paths = sorted((self.base / slug / "phases").glob("*.yml"))
+        paths = sorted(self.paths.phases(slug).glob("*.yml"))
         return {p.stem: _cached_phase(p, slug, _mtime(p)) for p in paths}
 
     def phase(self, slug: str, phase: str) -> Phase:
-        path = self.base / slug / "phases" / f"{phase}.yml"
+        path = self.paths.phase_file(slug, phase)
         if not path.is_file():
             raise ModelError(path, None, None, f"challenge {slug!r} has no phase {phase!r}")
         return _cached_phase(path, slug, _mtime(path))
@@ -65,7 +68,7 @@ class Store:
 
     def submission_paths(self, slug: str | None = None) -> list[Path]:
         slugs = [slug] if slug else self.slugs()
-        return sorted(p for s in slugs for p in (self.base / s / "submissions").glob("**/*.yml"))
+        return sorted(p for s in slugs for p in self.paths.submissions(s).glob("**/*.yml"))
 
     def submission(self, path: Path) -> Submission:
         """Load a submission file; its place in the tree gives challenge, phase and participant."""
@@ -83,11 +86,9 @@ class Store:
 
     def submitted_at(self, submission: Submission) -> dt.datetime:
         """When the submission landed: its first commit, or the file's time outside git."""
-        rel = submission.path.relative_to(self.root)
-        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%cI", "-1", "--", str(rel)],
-                             cwd=self.root, capture_output=True, text=True, check=False).stdout.strip()
-        if out:
-            return dt.datetime.fromisoformat(out).astimezone(dt.UTC)
+        found = added(self.root, str(submission.path.relative_to(self.root)))
+        if found is not None:
+            return found.at
         return dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.UTC)
 
     def pending(self) -> list[Submission]:
@@ -105,15 +106,14 @@ class Store:
     # --- results -----------------------------------------------------------------------------
 
     def result_path(self, submission: Submission) -> Path:
-        return (self.base / submission.challenge / "results" / submission.phase
-                / submission.participant / f"{submission.id}.json")
+        return self.paths.result_file(submission.challenge, submission.phase, submission.participant, submission.id)
 
     def result(self, submission: Submission) -> Result | None:
         path = self.result_path(submission)
         return load_result(path) if path.exists() else None
 
     def results(self, slug: str, phase: str) -> list[Result]:
-        folder = self.base / slug / "results" / phase
+        folder = self.paths.results(slug, phase)
         return [load_result(p) for p in sorted(folder.glob("*/*.json"))]
 
     def published(self, slug: str, phase: Phase | str) -> list[Result]:
@@ -123,15 +123,22 @@ class Store:
         return self.visible(record, self.results(slug, record.slug))
 
     def visible(self, phase: Phase, results: list[Result]) -> list[Result]:
-        """Of `results` (current or from history), those the public may see now."""
-        if phase.auto_publish_new_results:
-            return results
-        approved = self.approvals(phase.challenge, phase.slug)
-        return [r for r in results if f"{r.participant}/{r.submission}" in approved]
+        """Of `results` (current or from history), those the public may know of now
+        (`policy.visibility`; whether their scores show too is the phase's, not the result's)."""
+        approved = self.approvals(phase.challenge, phase.slug) if not phase.auto_publish_new_results else set()
+        return [r for r in results if self.visibility(phase, r, now=None, approved=approved).listed]
+
+    def visibility(self, phase: Phase, result: Result, *, now: dt.datetime | None,
+                   approved: set[str] | None = None) -> Visibility:
+        """What may be shown of `result` now (`policy.visibility` with its approval read here)."""
+        if approved is None:
+            approved = self.approvals(phase.challenge, phase.slug)
+        return visibility(phase, now=now or dt.datetime.now(dt.UTC),
+                          approved=f"{result.participant}/{result.submission}" in approved)
 
     def approvals(self, slug: str, phase: str) -> set[str]:
         """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
-        path = self.base / slug / "approvals" / f"{phase}.yml"
+        path = self.paths.approvals_file(slug, phase)
         return set(load_approvals(path)) if path.is_file() else set()
 
     def write_result(self, submission: Submission, result: Result) -> Path:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from runner.cli import main
-from runner.pullrequests.github import Backoff, GitHub, GitHubError
+from runner.errors import Retry
+from runner.pullrequests.github import GitHub, GitHubError
 from runner.pullrequests.review import LABELS, VERDICT_MARKER, _fenced, notify, review
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO, git
@@ -26,7 +27,7 @@ from tests.helpers import (
 
 @pytest.fixture
 def waits() -> list[float]:
-    """The backoff's sleeps, recorded instead of slept."""
+    """The retry policy's sleeps, recorded instead of slept."""
     return []
 
 
@@ -38,7 +39,7 @@ def lines() -> list[str]:
 @pytest.fixture
 def hub(github, waits, lines):
     return GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False, log=lines.append,
-                  backoff=Backoff(attempts=4, first=2.0, longest=60.0, sleep=waits.append))
+                  retry=Retry(attempts=4, first=2.0, longest=60.0, sleep=waits.append))
 
 
 def run_review(hub, repo, pull, *, merge=True, now=NOW):
@@ -168,7 +169,7 @@ def test_a_blind_phase_withholds_scores(github, hub, repo):
     edit_yaml(phase_file(repo), blind=True)
     notify(hub, Store(repo), commit="HEAD", now=NOW)
     body = pull.comments[-1]["body"]
-    assert "succeeded, scores withheld" in body and "until submissions close on 2027-12-31 23:59 UTC" in body
+    assert "succeeded, scores withheld" in body and "Scores withheld until 2027-12-31 23:59 UTC." in body
     assert "0.800" not in body
 
 
@@ -194,7 +195,7 @@ def test_notify_step_without_a_repository_is_one_line(repo, capsys, monkeypatch)
     assert capsys.readouterr().err.strip() == "error: no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY"
 
 
-def test_backoff_never_waits_longer_than_its_cap():
-    backoff = Backoff(first=2.0, longest=10.0)
-    assert [backoff.wait(n, None) for n in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
-    assert backoff.wait(1, 3600.0) == 10.0 and backoff.wait(1, -5.0) == 1.0
+def test_retry_never_waits_longer_than_its_cap():
+    retry = Retry(first=2.0, longest=10.0)
+    assert [retry.wait(n, None) for n in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
+    assert retry.wait(1, 3600.0) == 10.0 and retry.wait(1, -5.0) == 1.0

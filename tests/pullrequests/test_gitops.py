@@ -90,7 +90,7 @@ def test_a_push_race_is_rebased_and_retried(repo, origin, tmp_path):
     waits, lines = [], []
     pushed = gitops.commit_results(repo, message="shard 1/2", sleep=waits.append, log=lines.append)
     assert pushed.tries == 2 and waits == [2.0]
-    assert lines[0].startswith("push refused (git push failed: ") and lines[0].endswith("try 2 of 5")
+    assert lines[0].startswith("results not pushed: git push failed: ") and lines[0].endswith("(try 2 of 5)")
     files = git(origin, "ls-tree", "-r", "--name-only", "main", f"challenges/{CHALLENGE}/results").splitlines()
     assert {f"challenges/{CHALLENGE}/results/{PHASE}/{who}/v1.json" for who in ("alice", "bob")} <= set(files)
 
@@ -99,7 +99,8 @@ def test_a_push_that_keeps_failing_gives_up_with_one_line(repo, origin):
     git(repo, "remote", "set-url", "origin", str(origin.parent / "gone.git"))
     write_result(repo, "alice", "v1")
     waits = []
-    with pytest.raises(gitops.GitError, match=r"^results not pushed after 3 tries: git pull failed: fatal: '.*gone.git' does not appear"):
+    with pytest.raises(gitops.GitError, match=r"^results not pushed: git pull failed: fatal: '.*gone.git' does not "
+                                              r"appear.*; gave up after 3 tries$"):
         gitops.commit_results(repo, message="Results", attempts=3, sleep=waits.append)
     assert waits == [2.0, 4.0]
 

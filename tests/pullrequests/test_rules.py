@@ -15,10 +15,10 @@ from runner.pullrequests.rules import (
     check,
     load_registration,
     load_teams,
-    registry_of,
-    when,
 )
 from runner.tree.located import ModelError
+from runner.tree.policy import when
+from runner.tree.references import registry_of
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO, Link
 from tests.helpers import (
@@ -170,7 +170,7 @@ def test_a_local_image_id_is_refused(github, repo):
 def test_a_registry_the_phase_does_not_accept_is_refused(github, repo):
     edit_yaml(phase_file(repo), allowed_registries=["ghcr.io", "registry.example.org:5000"])
     line = refused(github, repo, {sub(): text(image="alice/algo@sha256:" + "c" * 64)})
-    assert line == (f"{sub()}: image: registry docker.io is not accepted in phase 'Final test'; "
+    assert line == (f"{sub()}: image: registry docker.io is not accepted in this phase; "
                     "push to ghcr.io or registry.example.org:5000")
 
 

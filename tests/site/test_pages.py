@@ -12,6 +12,7 @@ import pytest
 
 from runner.cli import main
 from runner.ranking.leaderboard import leaderboard
+from runner.ranking.phase_uncertainty import case_values
 from runner.site import pages
 from runner.site.build import BuildError, SiteConfig, build_site
 from runner.tree.store import Store
@@ -211,12 +212,12 @@ def test_uncertainty_reads_the_phases_per_case_values_or_the_convention(repo):
     conventional = replace(named, score_case_jsonpath=None)  # aggregates.dice.mean: case.*.dice
     unresolved = replace(conventional, score=replace(named.score, path="aggregates.dice.min"))
     for phase in (named, conventional):
-        frame, spec = pages.case_values(phase, leaderboard(phase, results), results)
+        frame, spec = case_values(phase, leaderboard(phase, results), results)
         assert sorted(frame["algorithm"].unique()) == ["alice", "bob"] and len(frame) == 6
         assert (spec.method, spec.aggregate, spec.smaller_better) == ("aggregate-then-rank", "mean", False)
-    assert pages.case_values(unresolved, leaderboard(unresolved, results), results) is None
+    assert case_values(unresolved, leaderboard(unresolved, results), results) is None
     per_case = replace(named, scoring_method_choice="rank-then-aggregate")
-    _, spec = pages.case_values(per_case, leaderboard(per_case, results), results)
+    _, spec = case_values(per_case, leaderboard(per_case, results), results)
     assert spec.method == "rank-then-aggregate"  # the bootstrap ranks as the leaderboard does
 
 

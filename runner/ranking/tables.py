@@ -1,0 +1,47 @@
+"""A leaderboard as a table: its columns, its rows as plain records, CSV, and number formatting.
+
+What the site's downloads and snapshots, `challenge leaderboard` and the pull-request comments
+share, so a value reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from runner.ranking.leaderboard import Leaderboard
+from runner.tree.model import Phase
+
+
+def fmt(value: float | None, places: int) -> str:
+    return "–" if value is None else f"{value:.{places}f}"
+
+
+def fields(phase: Phase) -> list[str]:
+    """The columns of the table's downloads: each value followed by its error where it has one."""
+    values = []
+    for column in phase.columns:
+        values += [column.title, f"{column.title} error"] if column.error_path else [column.title]
+    return ["rank", "participant", "submission", *values, "submitted"]
+
+
+def records(board: Leaderboard) -> list[dict[str, Any]]:
+    """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
+    out = []
+    for row in board.rows:
+        record: dict[str, Any] = {"rank": row.rank, "participant": row.participant, "submission": row.submission}
+        for column, value, error in zip(board.phase.columns, row.values, row.errors):
+            record[column.title] = value
+            if column.error_path:
+                record[f"{column.title} error"] = error
+        out.append({**record, "submitted": row.created_at})
+    return out
+
+
+def to_csv(rows: list[dict[str, Any]], header: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

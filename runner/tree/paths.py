@@ -1,0 +1,94 @@
+"""Where each kind of file sits in the challenge tree: the one home of the folder layout.
+
+`TreePaths` gives the files of a tree on disk; the patterns below read repository-relative paths
+(a pull request's changed files, git history), so both sides agree on one layout:
+
+    challenges/<challenge>/challenge.yml
+    challenges/<challenge>/phases/<phase>.yml
+    challenges/<challenge>/submissions/<phase>/<participant>/<id>.yml
+    challenges/<challenge>/results/<phase>/<participant>/<id>.json
+    challenges/<challenge>/approvals/<phase>.yml
+    challenges/<challenge>/teams.yml
+    challenges/<challenge>/registrations/<login>.yml
+    challenges/<challenge>/evaluation/              the organizer's evaluation container
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+CHALLENGES = "challenges"
+SUBMISSION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/submissions/(?P<phase>[^/]+)/"
+                             r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.yml")
+RESULT_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>[^/]+)/"
+                         r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.json")
+REGISTRATION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
+RESULT_GLOB = f"{CHALLENGES}/*/results/*/*/*.json"
+SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
+# A challenge's folders that hold data or code, not pages of its site.
+NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",
+                       "registrations"})
+
+
+@dataclass(frozen=True)
+class TreePaths:
+    """The files of the tree whose repository root is `root`."""
+
+    root: Path
+
+    @property
+    def base(self) -> Path:
+        return self.root / CHALLENGES
+
+    def challenge(self, slug: str) -> Path:
+        return self.base / slug
+
+    def challenge_file(self, slug: str) -> Path:
+        return self.base / slug / "challenge.yml"
+
+    def phases(self, slug: str) -> Path:
+        return self.base / slug / "phases"
+
+    def phase_file(self, slug: str, phase: str) -> Path:
+        return self.phases(slug) / f"{phase}.yml"
+
+    def submissions(self, slug: str) -> Path:
+        return self.base / slug / "submissions"
+
+    def submission_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
+        return self.submissions(slug) / phase / participant / f"{sub_id}.yml"
+
+    def results(self, slug: str, phase: str) -> Path:
+        return self.base / slug / "results" / phase
+
+    def result_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
+        return self.results(slug, phase) / participant / f"{sub_id}.json"
+
+    def approvals_file(self, slug: str, phase: str) -> Path:
+        return self.base / slug / "approvals" / f"{phase}.yml"
+
+    def teams_file(self, slug: str) -> Path:
+        return self.base / slug / "teams.yml"
+
+    def registrations(self, slug: str) -> Path:
+        return self.base / slug / "registrations"
+
+    def evaluation(self, slug: str) -> Path:
+        return self.base / slug / "evaluation"
+
+
+def submission_of_result(rel: str) -> str | None:
+    """The repository path of the submission a result file answers, or None for another path."""
+    match = RESULT_PATH.fullmatch(rel)
+    if match is None:
+        return None
+    return str(PurePosixPath(CHALLENGES, match["challenge"], "submissions", match["phase"], match["participant"],
+                             f"{match['id']}.yml"))
+
+
+def phase_of_result(rel: str) -> str | None:
+    """`<challenge>/<phase>` of a result file's repository path, or None for another path."""
+    match = RESULT_PATH.fullmatch(rel)
+    return f"{match['challenge']}/{match['phase']}" if match else None

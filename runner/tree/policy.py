@@ -1,0 +1,76 @@
+"""What a phase allows now: whether it takes submissions, and what may be shown of a result.
+
+The one home of both rules. The pull-request rules ask `window`; the site, the pull-request
+comments and the leaderboard command ask `visibility`, so no two of them can disagree about a
+blind phase or an unapproved result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from runner.tree.model import Phase
+
+
+@dataclass(frozen=True)
+class Window:
+    """Whether a phase takes submissions at `now`, and if not, why (a sentence for participants)."""
+
+    open: bool
+    reason: str = ""
+
+
+def window(phase: Phase, now: dt.datetime) -> Window:
+    if phase.submissions_limit_per_user_per_period == 0:
+        return Window(False, f"phase {phase.title!r} takes no submissions (its limit per participant is 0)")
+    if phase.submissions_open_at and now < phase.submissions_open_at:
+        return Window(False, f"phase {phase.title!r} opens on {when(phase.submissions_open_at, now)}")
+    if phase.submissions_close_at and now >= phase.submissions_close_at:
+        return Window(False, f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}")
+    return Window(True)
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What the public may see of a result now. `listed`: that it exists (participant, status);
+    `scores`: its metrics and measurements too. `note` says what is withheld and until when."""
+
+    listed: bool
+    scores: bool
+    note: str = ""
+
+
+def visibility(phase: Phase, *, now: dt.datetime, approved: bool = True) -> Visibility:
+    """grand-challenge's options, decided once: `public: false` shows nothing; a result of a phase
+    with `auto_publish_new_results: false` shows once an organizer approves it; a blind phase shows
+    status only until it closes, and a blind phase without a closing time never shows scores."""
+    if not phase.public:
+        return Visibility(False, False, f"phase {phase.title!r} is not public")
+    if not phase.auto_publish_new_results and not approved:
+        return Visibility(False, False, "results are published once an organizer approves them")
+    if phase.blind:
+        closes = phase.submissions_close_at
+        if closes is None:
+            return Visibility(True, False, "scores withheld until the phase closes")
+        if now < closes:
+            return Visibility(True, False, f"scores withheld until {closes:%Y-%m-%d %H:%M} UTC")
+    return Visibility(True, True)
+
+
+def when(moment: dt.datetime, now: dt.datetime) -> str:
+    """A UTC time and how far it is from now: '2027-12-31 23:59 UTC (3 days ago)'."""
+    stamp = moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    seconds = (moment - now).total_seconds()
+    size = abs(seconds)
+    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if size >= length:
+            span = plural(int(size // length), unit)
+            break
+    else:
+        span = "less than a minute"
+    return f"{stamp} ({'in ' + span if seconds > 0 else span + ' ago'})"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,45 @@
+"""The phase window and the visibility rule, decided in one place (runner/tree/policy.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from runner.tree.policy import visibility, window
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
+
+CLOSES = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+@pytest.fixture
+def phase(repo):
+    return lambda **changes: (edit_yaml(phase_file(repo), **changes), Store(repo).phase(CHALLENGE, PHASE))[1]
+
+
+def test_window_says_when_a_phase_opens_or_closed(phase):
+    assert window(phase(), NOW).open
+    opens = phase(submissions_open_at=NOW + dt.timedelta(days=1))
+    assert window(opens, NOW).reason == "phase 'Final test' opens on 2026-06-02 12:00 UTC (in 1 day)"
+    closed = phase(submissions_open_at=None, submissions_close_at=NOW - dt.timedelta(days=3))
+    assert window(closed, NOW).reason == "phase 'Final test' closed on 2026-05-29 12:00 UTC (3 days ago)"
+    assert not window(phase(submissions_limit_per_user_per_period=0), NOW).open
+
+
+@pytest.mark.parametrize("changes, approved, expected", [
+    ({}, True, (True, True, "")),
+    ({"public": False}, True, (False, False, "phase 'Final test' is not public")),
+    ({"auto_publish_new_results": False}, False,
+     (False, False, "results are published once an organizer approves them")),
+    ({"auto_publish_new_results": False}, True, (True, True, "")),
+    ({"blind": True}, True, (True, False, "scores withheld until 2027-12-31 23:59 UTC")),
+    ({"blind": True, "submissions_close_at": None}, True, (True, False, "scores withheld until the phase closes")),
+])
+def test_visibility_follows_the_phase(phase, changes, approved, expected):
+    shown = visibility(phase(**changes), now=NOW, approved=approved)
+    assert (shown.listed, shown.scores, shown.note) == expected
+
+
+def test_a_blind_phase_shows_its_scores_once_closed(phase):
+    assert visibility(phase(blind=True), now=CLOSES + dt.timedelta(seconds=1)).scores
