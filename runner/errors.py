@@ -37,7 +37,7 @@ class Retry:
     def wait(self, attempt: int, asked: float | None = None) -> float:
         if asked is not None:
             return min(max(asked, 1.0), self.longest)
-        return min(self.first * 2 ** (attempt - 1), self.longest)
+        return min(self.first * 2.0 ** (attempt - 1), self.longest)
 
     def call(self, action: Callable[[int], T], *, log: Callable[[str], None] = lambda line: None) -> T:
         """`action(attempt)` until it returns. A transient ChallengeError is tried again after a wait,
