@@ -20,6 +20,11 @@
   function show(key, value, places) {
     if (value === null || value === undefined) return "–";
     if (typeof value === "boolean") return value ? "yes" : "no";
+    if (Array.isArray(value)) {
+      var numbers = value.every(function (v) { return typeof v === "number"; });
+      return numbers && value.length <= 8 ? value.map(function (v) { return C.format(v, places); }).join(", ")
+        : value.length + " values";
+    }
     if (typeof value !== "number") return typeof value === "object" ? JSON.stringify(value) : String(value);
     if (/_bytes$/.test(key)) return (value / 1048576).toFixed(1) + " MiB";
     if (/_byte_s$/.test(key)) return (value / 1073741824).toFixed(2) + " GiB·s";
@@ -28,6 +33,27 @@
   }
 
   function isRecord(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
+
+  // Any metrics.json shape as table rows {name: {column: plain value}}: a plain value is its own
+  // row ({"auroc": 0.91}), and records nested deeper are flattened into dotted columns
+  // ({"dice": {"liver": {"mean": ...}}} gives a column "liver.mean").
+  function rowsOf(record) {
+    var rows = {};
+    Object.keys(record).forEach(function (name) {
+      var value = record[name];
+      rows[name] = isRecord(value) ? flatten(value, "", {}) : { value: value };
+    });
+    return rows;
+  }
+
+  function flatten(record, prefix, out) {
+    Object.keys(record).forEach(function (key) {
+      var value = record[key];
+      if (isRecord(value) && Object.keys(value).length) flatten(value, prefix + key + ".", out);
+      else out[prefix + key] = value;
+    });
+    return out;
+  }
 
   // rows: {name: {column: value}} -> a table with a first column named `first`.
   function grid(parent, first, rows, places) {
@@ -107,15 +133,22 @@
       format: function (v) { return C.format(v, o.places); } }));
   }
 
+  // grand-challenge's two sections first, then whatever else the evaluation wrote, in any shape.
   function metrics(view, m, places) {
     if (isRecord(m.aggregates) && Object.keys(m.aggregates).length) {
       add(view, "h3", "Aggregates");
-      grid(view, "Metric", m.aggregates, places);
+      grid(view, "Metric", rowsOf(m.aggregates), places);
     }
     if (isRecord(m["case"]) && Object.keys(m["case"]).length) {
       add(view, "h3", "Per case");
-      var columns = grid(view, "Case", m["case"], places);
-      charts(view, m["case"], columns, places);
+      var rows = rowsOf(m["case"]);
+      charts(view, rows, grid(view, "Case", rows, places), places);
+    }
+    var others = {};
+    Object.keys(m).forEach(function (k) { if (k !== "aggregates" && k !== "case") others[k] = m[k]; });
+    if (Object.keys(others).length) {
+      add(view, "h3", "Other values");
+      grid(view, "Name", rowsOf(others), places);
     }
   }
 

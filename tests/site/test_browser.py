@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,24 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+SHAPES = {  # metrics.json as evaluations write it besides {"case": {case: {metric}}, "aggregates": {metric: {stat}}}
+    "aggregates": {"auroc": 0.91, "dice": {"liver": {"mean": 0.8, "std": 0.1}}},
+    "case": {"dice": {"0": 0.7, "1": 0.9}},  # pandas' to_dict(): metric first, as grand-challenge's evalutils writes
+    "thresholds": [0.25, 0.5],
+    "version": "kit 1.0",
+}
+
+
+def add_shapes_result(repo: Path) -> None:
+    """A phase scored on a plain-number aggregate, with a result in every shape of metrics.json."""
+    phases = repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text().replace("aggregates.dice.mean", "aggregates.auroc")
+    (phases / "shapes.yml").write_text(text.replace("score_case_jsonpath: case.*.dice", ""))
+    add_result(repo, "frank", "v1", 0.5, phase="shapes")
+    path = repo / "challenges" / CHALLENGE / "results" / "shapes" / "frank" / "v1.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "metrics": SHAPES}))
+
+
 @pytest.fixture(scope="module")
 def site_url(tmp_path_factory) -> Iterator[str]:
     """A site built by MkDocs from a repository with several results over two days of history,
@@ -50,6 +69,7 @@ def site_url(tmp_path_factory) -> Iterator[str]:
     for participant, offset in (("carol", 0.1), ("dave", 0.0)):
         add_result(repo, participant, "v1", 0.5 + offset, cases=[0.45 + offset + 0.02 * i for i in range(CASES)])
     add_result(repo, "erin", "broken", None, status="failed", error="Algorithm failed: boom")
+    add_shapes_result(repo)
     commit(repo, "2026-03-02T10:00:00Z")
     config = SiteConfig.read(repo)
     pages.generate(Store(repo), config.stage, config.templates, config.assets)
@@ -161,3 +181,16 @@ def test_result_viewer_shows_a_failure(page, site_url):
     page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=erin/broken")
     status = wait_for(page, "#result-view .result-status")[0]
     assert status.text == "Failed: Algorithm failed: boom"
+
+
+def test_result_viewer_shows_every_shape_of_metrics(page, site_url):
+    page.get(f"{site_url}{CHALLENGE}/results/shapes/view/?id=frank/v1")
+    wait_for(page, "#result-view table", 3)
+    tables = {t.find_element(By.TAG_NAME, "th").text: [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+                                                       for r in t.find_elements(By.CSS_SELECTOR, "tbody tr")]
+              for t in page.find_elements(By.CSS_SELECTOR, "#result-view table")}
+    assert [row[0] for row in tables["Metric"]] == ["auroc", "dice"]
+    assert tables["Metric"][0][1] == "0.910"  # a plain number is its own row, no longer an empty one
+    assert "0.800" in tables["Metric"][1] and "0.100" in tables["Metric"][1]  # liver.mean, liver.std
+    assert tables["Case"] == [["dice", "0.700", "0.900"]]
+    assert tables["Name"] == [["thresholds", "0.250, 0.500"], ["version", "kit 1.0"]]
