@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ import yaml
 from runner.errors import ChallengeError
 
 BUILDERS = ("mkdocs", "zensical")
+GENERATED_CONFIG = "mkdocs.generated.yml"
+NAV_FILE = ".nav.json"  # site.pages writes it beside the pages; a dot file, so builders do not publish it
 
 
 class BuildError(ChallengeError):
@@ -43,14 +46,32 @@ class SiteConfig:
                    templates=root / "site" / "templates", assets=root / "site" / "assets")
 
 
+def builder_config(config: SiteConfig) -> Path:
+    """The configuration the builders read: mkdocs.yml as organizers wrote it (INHERIT), plus the
+    navigation that page generation wrote beside the pages, so the navigation follows phase order
+    and challenge names without a MkDocs hook (Zensical runs none). Beside mkdocs.yml, because
+    Zensical resolves its folders from the configuration's own folder."""
+    path = config.root / GENERATED_CONFIG
+    settings: dict[str, object] = {"INHERIT": "mkdocs.yml"}
+    nav = config.stage / NAV_FILE
+    if nav.is_file():
+        settings["nav"] = json.loads(nav.read_text(encoding="utf-8"))
+    text = "# Written by `challenge build` from mkdocs.yml and the generated pages; edit mkdocs.yml instead.\n"
+    text += yaml.safe_dump(settings, sort_keys=False, allow_unicode=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
 def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = False) -> Path:
     """Build the staged pages into the site folder with the chosen builder; `strict` turns
     warnings (broken links in organizers' pages) into failures."""
+    settings = builder_config(config).name
     if builder == "mkdocs":
-        cmd = [sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", "mkdocs.yml"]
+        cmd = [sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", settings]
     elif builder == "zensical":
         exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))
-        cmd = [exe, "build", "--clean", "-f", "mkdocs.yml"]
+        cmd = [exe, "build", "--clean", "-f", settings]
     else:
         raise BuildError(f"unknown site builder {builder!r}; choose one of {', '.join(BUILDERS)}")
     if strict:

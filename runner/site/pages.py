@@ -32,6 +32,7 @@ from runner.ranking.leaderboard import (
 )
 from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
+from runner.site.build import NAV_FILE
 from runner.tree.history import History, HistoryError
 from runner.tree.model import (
     Challenge,
@@ -164,6 +165,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
     wanted[Path("index.md")] = _home(store, run.env, entries).encode()
+    wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
     wanted[Path("catalog.json")] = (json.dumps([export(e) for e in entries], indent=2) + "\n").encode()
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if path.is_file():
@@ -284,6 +286,23 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
 
 def _json(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+
+
+def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[Any]:
+    """The site's navigation, as mkdocs.yml's `nav` writes it: the home page and the guides, then
+    each challenge under its name (catalog order), its own pages, then its leaderboards in phase
+    order. Pages are named by their titles, except the leaderboards, named after their phases."""
+    pages = sorted(str(p) for p in wanted if p.suffix == ".md")
+    nav: list[Any] = ["index.md", *(p for p in pages if "/" not in p and p != "index.md")]
+    for entry in entries:
+        slug = entry.challenge.slug
+        own = [p for p in pages if p.startswith(f"{slug}/") and not p.startswith((f"{slug}/leaderboard/",
+                                                                                  f"{slug}/results/"))]
+        own.sort(key=lambda p: (p != f"{slug}/index.md", p))
+        boards = [{phase.title: f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
+        boards += [{spec.title: f"{slug}/leaderboard/{spec.slug}.md"} for spec in entry.challenge.combined_leaderboards]
+        nav.append({entry.challenge.name: own + ([{"Leaderboards": boards}] if boards else [])})
+    return nav
 
 
 def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:

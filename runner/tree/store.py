@@ -10,20 +10,19 @@ import contextlib
 import datetime as dt
 import fcntl
 import os
-import re
 import tempfile
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 from runner.tree.gitfiles import added
-from runner.tree.located import load_yaml
 from runner.tree.model import (
     Challenge,
     ModelError,
     Phase,
     Result,
     Submission,
+    load_approvals,
     load_challenge,
     load_phase,
     load_result,
@@ -31,8 +30,6 @@ from runner.tree.model import (
 )
 from runner.tree.paths import TreePaths
 from runner.tree.policy import Visibility, visibility
-
-APPROVAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class Store:
@@ -55,8 +52,9 @@ class Store:
         return _cached_challenge(path, _mtime(path))
 
     def phases(self, slug: str) -> dict[str, Phase]:
+        """The challenge's phases in the order participants meet them (see `phase_order`)."""
         paths = sorted(self.paths.phases(slug).glob("*.yml"))
-        return {p.stem: _cached_phase(p, slug, _mtime(p)) for p in paths}
+        return phase_order({p.stem: _cached_phase(p, slug, _mtime(p)) for p in paths})
 
     def phase(self, slug: str, phase: str) -> Phase:
         path = self.paths.phase_file(slug, phase)
@@ -174,71 +172,19 @@ class Store:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    # --- validation --------------------------------------------------------------------------
 
-    def check(self, only: Path | None = None) -> list[ModelError]:
-        """Every problem in the tree (or in one file), each located; an empty list means valid."""
-        target = (only or self.base).resolve()
-        if not target.exists():
-            return [ModelError(target, None, None, "does not exist")]
-        files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
-        problems: list[ModelError] = []
-        for path in files:
-            load = self._loader_for(path)
-            if load is None:
-                if target.is_file():
-                    problems.append(ModelError(path, None, None, "is not a challenge, phase, submission or result file"))
-                continue
-            try:
-                load(path)
-            except ModelError as exc:
-                problems.append(exc)
-            except OSError as exc:
-                problems.append(ModelError(path, None, None, f"cannot read: {exc.strerror}"))
-        return problems
-
-    def _loader_for(self, path: Path):
-        try:
-            parts = path.relative_to(self.base).parts
-        except ValueError:
-            return None
-        if len(parts) == 2 and parts[1] == "challenge.yml":
-            return self._check_challenge
-        if len(parts) == 3 and parts[1] == "phases" and path.suffix == ".yml":
-            return lambda p: self._check_phase(load_phase(p, parts[0]), p)
-        if len(parts) >= 2 and parts[1] == "submissions" and path.suffix in (".yml", ".yaml"):
-            return self.submission
-        if len(parts) >= 2 and parts[1] == "results" and path.suffix == ".json":
-            return load_result
-        if len(parts) == 3 and parts[1] == "approvals" and path.suffix == ".yml":
-            return load_approvals
-        return None
-
-    def _check_challenge(self, path: Path) -> None:
-        challenge = load_challenge(path)
-        phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
-        for i, board in enumerate(challenge.combined_leaderboards):
-            for j, (phase, _) in enumerate(board.phases):
-                if phase not in phases:
-                    key = ("combined_leaderboards", i, "phases", j, "phase")
-                    raise load_yaml(path).error(key, f"no phase {phase!r} in this challenge")
-
-    def _check_phase(self, phase: Phase, path: Path) -> None:
-        self.challenge(phase.challenge)
-        if phase.parent and phase.parent not in self.phases(phase.challenge):
-            line = load_yaml(path).line(("parent",))
-            raise ModelError(path, line, "parent", f"no phase {phase.parent!r} in this challenge")
-
-
-def load_approvals(path: Path) -> list[str]:
-    doc = load_yaml(path)
-    entries = doc.data if doc.data is not None else []
-    if not isinstance(entries, list):
-        raise doc.error((), "expected a list of participant/id entries")
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, str) or not APPROVAL.fullmatch(entry):
-            raise doc.error((i,), f"{entry!r} is not participant/id, e.g. alice/v1")
-    return entries
+def phase_order(phases: dict[str, Phase]) -> dict[str, Phase]:
+    """Phases by when they open (never-opening ones first), then by slug, except that a parent
+    always comes before its children (a final phase after the qualifying one it requires)."""
+    never = dt.datetime.min.replace(tzinfo=dt.UTC)
+    waiting = sorted(phases.values(), key=lambda p: (p.submissions_open_at or never, p.slug))
+    ordered: dict[str, Phase] = {}
+    while waiting:
+        # The earliest phase whose parent is placed (or unknown: `check` reports that); on a cycle, the earliest.
+        phase = next((p for p in waiting if p.parent in ordered or p.parent not in phases), waiting[0])
+        ordered[phase.slug] = phase
+        waiting.remove(phase)
+    return ordered
 
 
 def _mtime(path: Path) -> float:

@@ -262,3 +262,21 @@ def test_results_wait_for_approval_when_auto_publish_is_off(scored_repo, capsys)
     approvals.write_text("- alice/v1\n- not an entry\n")
     assert main(["--root", str(scored_repo), "check"]) == 1
     assert f"{approvals}:2: [1]: 'not an entry' is not participant/id" in capsys.readouterr().out
+
+
+def test_navigation_names_challenges_and_follows_phase_order(scored_repo):
+    phases = scored_repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text()
+    (phases / "a-late-phase.yml").write_text(text.replace("2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z")
+                                             .replace("title: Final test", "title: Late phase"))
+    config = SiteConfig.read(scored_repo)
+    nav = json.loads((stage_of(scored_repo) / ".nav.json").read_text())
+    assert nav[0] == "index.md"
+    assert nav[-1] == {"Ellipsoid Segmentation": [
+        f"{CHALLENGE}/index.md", f"{CHALLENGE}/submit.md",
+        {"Leaderboards": [{"Final test": f"{CHALLENGE}/leaderboard/{PHASE}.md"},
+                          {"Late phase": f"{CHALLENGE}/leaderboard/a-late-phase.md"}]}]}
+    html = (build_site(config) / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()  # pruned: its own section
+    labels = [" ".join(m.split()) for m in re.findall(r'class="md-ellipsis">(.*?)</span>', html, flags=re.S)]
+    assert "Ellipsoid Segmentation" in labels and "ellipsoid-segmentation" not in " ".join(labels).lower().split()
+    assert labels.index("Final test") < labels.index("Late phase")

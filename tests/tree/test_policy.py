@@ -43,3 +43,14 @@ def test_visibility_follows_the_phase(phase, changes, approved, expected):
 
 def test_a_blind_phase_shows_its_scores_once_closed(phase):
     assert visibility(phase(blind=True), now=CLOSES + dt.timedelta(seconds=1)).scores
+
+
+def test_phases_come_in_the_order_participants_meet_them(repo):
+    phases = repo / "challenges" / CHALLENGE / "phases"
+    text = (phases / f"{PHASE}.yml").read_text()
+    # A qualifying phase opens in March, its final phase (the child) in February, a sanity check in January.
+    for slug, opens, parent in (("qualifying", "2026-03-01", None), ("final", "2026-02-01", "qualifying"),
+                                ("sanity", "2026-01-15", None)):
+        body = text.replace("2026-01-01T00:00:00Z", f"{opens}T00:00:00Z")
+        (phases / f"{slug}.yml").write_text(body + (f"parent: {parent}\n" if parent else ""))
+    assert list(Store(repo).phases(CHALLENGE)) == [PHASE, "sanity", "qualifying", "final"]
