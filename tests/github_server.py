@@ -60,6 +60,7 @@ class FakeGitHub:
         self.requests: list[str] = []
         self.lock = threading.Lock()
         self.next_id = 1000
+        self.ssh_keys: dict[str, list[str]] = {}  # login (lower case) -> the public SSH keys GitHub publishes
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -156,6 +157,13 @@ class FakeGitHub:
 
     def route(self, method: str, path: str, query: dict, body: dict) -> tuple[int, object]:
         prefix = f"/repos/{OWNER_REPO}"
+        if (user := re.fullmatch(r"/users/([A-Za-z0-9-]+)(/keys)?", path)) and method == "GET":
+            login, keys = user.group(1), self.ssh_keys.get(user.group(1).lower())
+            if keys is None:
+                return 404, {"message": "Not Found"}
+            if user.group(2) is None:
+                return 200, {"login": login, "type": "User", "url": f"{self.url}/users/{login}"}
+            return 200, [{"id": i + 1, "key": key} for i, key in enumerate(keys)]
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}
         rest = path[len(prefix):]

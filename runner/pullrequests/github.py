@@ -102,6 +102,12 @@ class GitHub:
         return self._call(f"finding the pull request of commit {sha[:12]}",
                           lambda: [p.number for p in self._repo.get_commit(sha).get_pulls()])
 
+    def ssh_keys(self, login: str) -> list[str]:
+        """The public SSH keys GitHub publishes for `login` (github.com/<login>.keys), to seal what
+        only that person may read."""
+        return self._call(f"reading the SSH keys of {login}",
+                          lambda: [key.key for key in self._client.get_user(login).get_keys()])
+
     # --- comments and labels ----------------------------------------------------------------------
 
     def upsert_comment(self, number: int, *, marker: str, body: str) -> str:

@@ -199,3 +199,10 @@ def test_retry_never_waits_longer_than_its_cap():
     retry = Retry(first=2.0, longest=10.0)
     assert [retry.wait(n, None) for n in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
     assert retry.wait(1, 3600.0) == 10.0 and retry.wait(1, -5.0) == 1.0
+
+
+def test_a_logins_public_ssh_keys_are_read(github, hub):
+    github.ssh_keys["alice"] = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample alice@laptop"]
+    assert hub.ssh_keys("Alice") == github.ssh_keys["alice"]
+    with pytest.raises(GitHubError, match=r"^reading the SSH keys of nobody: GitHub answered 404"):
+        hub.ssh_keys("nobody")
