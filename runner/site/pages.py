@@ -33,6 +33,7 @@ from runner.ranking.leaderboard import (
 from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site.build import NAV_FILE
+from runner.site.facts import phase_facts
 from runner.tree.history import History, HistoryError
 from runner.tree.model import (
     Challenge,
@@ -44,6 +45,7 @@ from runner.tree.policy import visibility
 from runner.tree.store import Store
 
 CATALOG_MARK = "<!-- catalog -->"
+PHASES_MARK = "<!-- phases -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
 # Folders of a challenge that are data or code, not pages.
 NOT_PAGES = {"submissions", "results", "evaluation", "examples", "data", "phases"}
@@ -159,6 +161,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     _site_pages(store.base, wanted)
     for entry in entries:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
+        _phases_section(run, entry)
         for phase in entry.phases:
             _phase_files(run, entry.challenge, phase, store.published(phase.challenge, phase))
         for spec in entry.challenge.combined_leaderboards:
@@ -325,6 +328,20 @@ def export(entry: CatalogEntry) -> dict:
         "categories": list(c.categories), "keywords": list(c.tags), "website_url": c.website_url,
         "doi": c.doi, "organizations": [{"name": o.name, "role": o.role, "url": o.url} for o in c.organizations],
     }
+
+
+def _phases_section(run: _Run, entry: CatalogEntry) -> None:
+    """The phases' facts on the challenge's own page, at its `<!-- phases -->` mark or at its end."""
+    if not entry.phases:
+        return
+    page = Path(entry.challenge.slug, "index.md")
+    parents = {p.slug: p for p in entry.phases}
+    facts = [phase_facts(entry.challenge, p, parents=parents, ranking=ranking_method(p), now=run.now)
+             for p in entry.phases]
+    section = run.env.get_template("phases.md.j2").render(facts=facts)
+    text = run.wanted.get(page, f"# {entry.challenge.name}\n\n{entry.challenge.headline}\n".encode()).decode()
+    text = text.replace(PHASES_MARK, section) if PHASES_MARK in text else text.rstrip() + "\n\n" + section
+    run.wanted[page] = text.encode()
 
 
 def _home(store: Store, env: jinja2.Environment, entries: list[CatalogEntry]) -> str:

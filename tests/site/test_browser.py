@@ -11,6 +11,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -194,3 +195,10 @@ def test_result_viewer_shows_every_shape_of_metrics(page, site_url):
     assert "0.800" in tables["Metric"][1] and "0.100" in tables["Metric"][1]  # liver.mean, liver.std
     assert tables["Case"] == [["dice", "0.700", "0.900"]]
     assert tables["Name"] == [["thresholds", "0.250, 0.500"], ["version", "kit 1.0"]]
+
+
+def test_challenge_page_counts_down_to_the_next_deadline(page, site_url):
+    page.get(f"{site_url}{CHALLENGE}/")
+    countdown = wait_for(page, ".phase-facts .countdown")[0]
+    WebDriverWait(page, 10).until(lambda _: countdown.text)
+    assert re.fullmatch(r"\((in \d+ (days?|hours?|minutes?)|\d+ (days?|hours?|minutes?) ago)\)", countdown.text)

@@ -16,7 +16,7 @@ from runner.ranking.phase_uncertainty import case_values
 from runner.site import pages
 from runner.site.build import BuildError, SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, DIGEST, PHASE, add_result
+from tests.helpers import CHALLENGE, DIGEST, PHASE, add_result, edit_yaml, phase_file
 
 
 @pytest.fixture
@@ -280,3 +280,21 @@ def test_navigation_names_challenges_and_follows_phase_order(scored_repo):
     labels = [" ".join(m.split()) for m in re.findall(r'class="md-ellipsis">(.*?)</span>', html, flags=re.S)]
     assert "Ellipsoid Segmentation" in labels and "ellipsoid-segmentation" not in " ".join(labels).lower().split()
     assert labels.index("Final test") < labels.index("Late phase")
+
+
+def test_challenge_page_shows_each_phases_rules_from_its_file(scored_repo):
+    edit_yaml(phase_file(scored_repo), submission_limit_period=7, count_failed_submissions=True, blind=True,
+              algorithm_resources={"memory": "2g", "cpus": 2, "gpus": 1, "output": "512m"}, inference_mode="per-case")
+    edit_yaml(scored_repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    page = (stage_of(scored_repo) / CHALLENGE / "index.md").read_text()
+    assert "<!-- phases -->" not in page and "## Phases" in page and "### Final test" in page
+    rows = dict(re.findall(r"^\| (\w[\w ]*) \| (.*) \|$", page, flags=re.M))
+    assert rows["Submissions"].startswith("open from 2026-01-01 00:00 UTC until 2027-12-31 23:59 UTC "
+                                          '<span class="countdown" data-until="2027-12-31T23:59:59+00:00">')
+    assert rows["Limit"] == "3 submissions per 7 days per participant (failed ones count too)"
+    assert rows["Registration"].startswith(f"required: open a pull request adding `challenges/{CHALLENGE}/registrations/")
+    assert rows["Algorithm"] == "2 CPU, 2 GiB memory, 1 GPU, 120 s per case, 512 MiB of output; no network"
+    assert rows["Results"] == "scores withheld until submissions close"
+    assert rows["Ranking"].startswith("results are ordered on Dice (mean) alone (higher is better)")
+    assert f"`challenges/{CHALLENGE}/submissions/{PHASE}/<your GitHub login>/<id>.yml`" in page
+    assert f"        phase: {PHASE}\n        image: ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>\n" in page

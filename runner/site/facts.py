@@ -1,0 +1,119 @@
+"""A phase's rules as participants read them on the challenge page, written from the phase file
+itself, so the page never drifts from what the rules and the runner enforce.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import yaml
+
+from runner.tree.model import Challenge, Phase
+from runner.tree.paths import CHALLENGES
+from runner.tree.policy import plural, visibility
+
+STAMP = "%Y-%m-%d %H:%M UTC"
+
+
+@dataclass(frozen=True)
+class PhaseFacts:
+    phase: Phase
+    window: str
+    countdown: str | None  # the next opening or closing, ISO, for the page's countdown
+    limit: str
+    parent_title: str | None
+    registration: str
+    form: str
+    resources: str | None
+    ranking: str
+    visibility: str
+    path: str
+    yaml: str
+
+
+def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase], ranking: str,
+                now: dt.datetime) -> PhaseFacts:
+    parent = parents.get(phase.parent) if phase.parent else None
+    path = f"{CHALLENGES}/{challenge.slug}/submissions/{phase.slug}/<your GitHub login>/<id>.yml"
+    return PhaseFacts(
+        phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
+        parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
+        form=_form(phase), resources=_resources(phase) if phase.submission_kind == "algorithm" else None,
+        ranking=ranking, visibility=_visibility(phase), path=path, yaml=example_yaml(phase))
+
+
+def _window(phase: Phase) -> str:
+    opens, closes = phase.submissions_open_at, phase.submissions_close_at
+    parts = [f"open from {opens:{STAMP}}" if opens else "open", f"until {closes:{STAMP}}" if closes else "with no end"]
+    return " ".join(parts)
+
+
+def _next_moment(phase: Phase, now: dt.datetime) -> str | None:
+    upcoming = [t for t in (phase.submissions_open_at, phase.submissions_close_at) if t and t > now]
+    moment = min(upcoming) if upcoming else phase.submissions_close_at
+    return moment.isoformat() if moment else None
+
+
+def _limit(phase: Phase) -> str:
+    limit, days = phase.submissions_limit_per_user_per_period, phase.submission_limit_period
+    if limit is None:
+        return "no limit"
+    if limit == 0:
+        return "closed to submissions"
+    per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
+    failed = "failed ones count too" if phase.count_failed_submissions else "failed ones do not count"
+    return f"{plural(limit, 'submission')} {per} per participant ({failed})"
+
+
+def _registration(challenge: Challenge) -> str:
+    if challenge.registration != "required":
+        return "none needed"
+    return (f"required: open a pull request adding `{CHALLENGES}/{challenge.slug}/registrations/<your login>.yml`, "
+            "which an organizer merges")
+
+
+def _form(phase: Phase) -> str:
+    if phase.submission_kind == "predictions":
+        return "a predictions file, pinned by its sha256"
+    registries = f", from {' or '.join(phase.allowed_registries)}" if phase.allowed_registries else ""
+    return f"a container image pinned by digest{registries}"
+
+
+def _resources(phase: Phase) -> str:
+    limits = phase.algorithm
+    runs = "per case" if phase.inference_mode == "per-case" else "over all cases"
+    gpus = plural(limits.gpus, "GPU") if limits.gpus else "no GPU"
+    return (f"{limits.cpus:g} CPU, {_size(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
+            f"{_size(limits.output)} of output; no network")
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
+
+
+def _visibility(phase: Phase) -> str:
+    notes = []
+    shown = visibility(phase, now=dt.datetime.max.replace(tzinfo=dt.UTC), approved=False)
+    if not shown.listed and phase.public:
+        notes.append("published once an organizer approves them")
+    if phase.blind:
+        notes.append("scores withheld until submissions close")
+    if phase.give_algorithm_editors_job_view_permissions:
+        notes.append("you read your own full logs (a debugging phase)")
+    return "; ".join(notes)
+
+
+def example_yaml(phase: Phase) -> str:
+    """The submission file a participant writes for `phase`, placeholders in angle brackets."""
+    body: dict[str, object] = {"phase": phase.slug}
+    if phase.submission_kind == "predictions":
+        body["predictions"] = {"file": "<file committed beside this one>", "sha256": "<64 hex digits>"}
+    else:
+        body["image"] = "ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>"
+    body["title"] = "<a short name for this submission>"
+    return yaml.safe_dump(body, sort_keys=False)
+
