@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from runner.tree.fields import Fields
-from runner.tree.located import ModelError, load_yaml
+from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import (
     NAME,
     Challenge,
@@ -28,6 +27,7 @@ from runner.tree.model import (
 )
 from runner.tree.paths import REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
+from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import plural, when, window
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
@@ -149,29 +149,38 @@ def _where(store: Store, slug: str, phase: str) -> list[str]:
 def _identity(store: Store, slug: str, participant: str, author: str) -> list[str]:
     if not NAME.fullmatch(participant):
         return [f"{participant!r} is not a participant name: use your GitHub login ({author})"]
-    if participant.lower() == author.lower():
+    if participant == author:
         return []
+    if participant.lower() == author.lower():  # GitHub logins ignore case; one spelling keeps one participant
+        return [f"the folder {participant!r} must be spelled as your GitHub login: submissions/<phase>/{author}/"]
     path = store.paths.teams_file(slug)
-    if author.lower() in load_teams(path).get(participant, frozenset()):
+    teams = load_teams(path)
+    if author.lower() in teams.get(participant, frozenset()):
         return []
+    if spelled := next((team for team in teams if team.lower() == participant.lower()), None):
+        return [f"the folder {participant!r} must be spelled as the team is in "
+                f"{path.relative_to(store.root)}: {spelled!r}"]
     return [f"the folder {participant!r} is neither your GitHub login ({author}) nor a team of yours in "
             f"{path.relative_to(store.root)}: submit under submissions/<phase>/{author}/"]
 
 
 def _proposed_file(proposal: Proposal, rel: str, load: Callable[[Path], T]) -> T:
-    """Load the proposed file from a scratch copy (same name), naming it by its repository path in errors."""
+    """Load the proposed file from a scratch copy (same name), naming it by its repository path in errors.
+    It is first read as the participant's file it is: refused by size before any parsing, then held
+    to the participant policy (strict UTF-8, standard tags, no aliases) before `load` sees it."""
+
     content = proposal.read(rel)
     if content is None:
         raise ModelError(rel, None, None, "must be a regular file, not a symbolic link or submodule")
+    check_size(rel, len(content), PARTICIPANT)
     with tempfile.TemporaryDirectory(prefix="challenge-proposal-") as tmp:
         path = Path(tmp) / PurePosixPath(rel).name
         path.write_bytes(content)
         try:
+            load_yaml(path, PARTICIPANT)
             return load(path)
         except ModelError as exc:
             raise ModelError(rel, exc.line, exc.field, exc.message) from None
-        except UnicodeDecodeError:
-            raise ModelError(rel, None, None, "is not UTF-8 text") from None
 
 
 def _image(submission: Submission, rel: str, phase: Phase, allow_local: bool) -> list[str]:
@@ -270,31 +279,3 @@ def _registration_file(store: Store, proposal: Proposal, target: Change, match: 
 
 def _where_challenge(store: Store, slug: str) -> list[str]:
     return [] if slug in store.slugs() else [f"there is no challenge {slug!r}"]
-
-
-@dataclass(frozen=True)
-class Registration:
-    name: str
-    affiliation: str = ""
-
-
-def load_registration(path: Path) -> Registration:
-    """registrations/<login>.yml: who registers, and their acceptance of the challenge's rules."""
-    f = Fields(load_yaml(path))
-    f.allow_only(("name", "affiliation", "accept_rules"))
-    if f.get("accept_rules", bool) is not True:
-        raise f.error("accept_rules", "must be true: registering means accepting the challenge's rules")
-    return Registration(f.text("name", max_len=200), f.text("affiliation", "", max_len=200))
-
-
-def load_teams(path: Path) -> dict[str, frozenset[str]]:
-    """teams.yml: team name -> the GitHub logins of its members (compared without case)."""
-    if not path.is_file():
-        return {}
-    f = Fields(load_yaml(path))
-    teams = {}
-    for name in f.data:
-        if not NAME.fullmatch(name):
-            raise f.error(name, "a team name may use letters, digits, '-', '_' and '.'")
-        teams[name] = frozenset(login.lower() for login in f.strings(name))
-    return teams

@@ -107,6 +107,12 @@ def test_another_participants_folder_is_refused(github, repo):
                     f"challenges/{CHALLENGE}/teams.yml: submit under submissions/<phase>/alice/")
 
 
+def test_a_folder_spelled_otherwise_than_the_login_is_refused(github, repo):
+    # GitHub logins ignore case: 'Mallory' and 'mallory' would be two leaderboard rows and two limits.
+    line = refused(github, repo, {sub("Mallory"): text()}, author="mallory")
+    assert line == "the folder 'Mallory' must be spelled as your GitHub login: submissions/<phase>/mallory/"
+
+
 def test_a_team_member_submits_for_the_team(github, repo):
     (repo / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - Alice\n  - carol\n")
     outcome, pull = judge(github, repo, {sub("vision-lab"): text()}, author="alice")
