@@ -1,28 +1,38 @@
-"""`challenge check`: validate the challenge tree or one file."""
+"""`challenge check`: validate the challenge tree or one file; `challenge schema`: the files' JSON Schemas."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from runner.tree.check import check
 from runner.tree.store import Store
 
 from .common import err, out
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     c = sub.add_parser("check", help="validate the challenge tree, or one file or folder")
     c.add_argument("path", nargs="?", type=Path)
     c.set_defaults(func=cmd_check)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Print every problem, then every warning; only problems fail the check."""
     store = Store(args.root)
-    problems = store.check(args.path)
-    for problem in problems:
+    report = check(store, args.path)
+    for problem in report.problems:
         out.print(str(problem), markup=False)
-    if problems:
-        err.print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found")
+    for warning in report.warnings:
+        out.print(f"warning: {warning}", markup=False)
+    warned = f" ({_count(len(report.warnings), 'warning')})" if report.warnings else ""
+    if report.problems:
+        err.print(f"{_count(len(report.problems), 'problem')} found{warned}", markup=False)
         return 1
-    out.print(f"ok: {args.path or store.base} is valid")
+    out.print(f"ok: {args.path or store.base} is valid{warned}", markup=False)
     return 0
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from runner.tree.jsonpaths import lookup, lookup_all
-from runner.tree.model import CASE_METHODS, CombinedLeaderboard, Phase, Result
+from runner.tree.model import CASE_METHODS, CombinedLeaderboard, Phase, Result, scored_document
 
 if TYPE_CHECKING:
     from runner.ranking.methods import RankSpec
@@ -123,15 +123,6 @@ def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
         rows = rank_rows(best, phase) + _keep_per_participant(unranked, key=lambda r: r.created_at, newest=True)
     failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
     return Leaderboard(phase, rows, failed)
-
-
-def scored_document(result: Result) -> dict:
-    """What score paths read: the evaluation's metrics, plus the runner's own measurements
-    (time, memory, per case) under `runner`, so a leaderboard can rank on them."""
-    document = dict(result.metrics or {})
-    if result.algorithm is not None and "runner" not in document:
-        document["runner"] = vars(result.algorithm)  # read-only here: no copy of every case
-    return document
 
 
 def _row(phase: Phase, result: Result) -> Row:

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from runner.ranking.leaderboard import Leaderboard, rank_spec, scored_document
+from runner.ranking.leaderboard import Leaderboard, rank_spec
 from runner.ranking.methods import RankSpec
 from runner.ranking.uncertainty import bootstrap
 from runner.tree.jsonpaths import lookup_all
-from runner.tree.model import CASE_METHODS, Phase, Result
+from runner.tree.model import CASE_METHODS, Phase, Result, scored_document
 
 # A score that aggregates a per-case metric, whose values are then at case.*.<metric> by convention.
 PER_CASE_SCORE = re.compile(r"\$?\.?aggregates\.(?P<metric>[A-Za-z0-9_]+)\.(?P<stat>mean|median)")

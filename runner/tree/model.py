@@ -1,5 +1,10 @@
 """Typed records of the challenge tree: challenge.yml, phases/*.yml, submissions and results.
 
+Each field is declared once, here, with its type, default, meaning and grand-challenge's name
+(`meta`): the loaders validate files against these declarations (`schema_parse.parse`), and the
+JSON Schemas (`challenge schema`) and the field reference for organizers are derived from them.
+The records are frozen dataclasses, so the rest of the package builds and copies them as before.
+
 Field names follow grand-challenge.org's Phase options and OpenChallenges' challenge vocabulary,
 so organizers can bring configurations they already have and the catalog can be exported.
 """
@@ -8,41 +13,101 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-import jsonpath_ng
+from pydantic import ConfigDict, Field, GetPydanticSchema, RootModel
+from pydantic_core import core_schema
 
-from runner.tree.fields import Fields
-from runner.tree.located import Document, ModelError, as_utc, load_yaml
+from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
+from runner.tree.references import DIGEST, PINNED, SHA256, check_image_ref
+from runner.tree.schema_parse import Issue, parse
+from runner.tree.schema_types import (
+    APPROVAL,
+    NAME,
+    SLUG,
+    Approval,
+    Bool,
+    Closing,
+    Day,
+    JsonPath,
+    Missing,
+    Moment,
+    Number,
+    OrganizerImage,
+    Probability,
+    Sha256,
+    Size,
+    Slug,
+    SubmittedImage,
+    Text,
+    Whole,
+    meta,
+)
 
-SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-PINNED = re.compile(r"(?P<name>[a-z0-9][a-z0-9._/:-]*[a-z0-9])@(?P<digest>sha256:[0-9a-f]{64})")
-SHA256 = re.compile(r"[0-9a-f]{64}")
+Status = Literal["upcoming", "active", "completed"]
+Incentive = Literal["monetary", "publication", "speaking_engagement", "other"]
+SubmissionType = Literal["container_image", "prediction_file", "notebook", "mlcube", "other"]
+Category = Literal["featured", "benchmark", "hackathon"]
+Role = Literal["challenge_organizer", "data_contributor", "sponsor"]
+Sort = Literal["asc", "desc"]
+Scoring = Literal["absolute", "mean", "median"]  # grand-challenge: over the ranked columns of each result
+CaseMethod = Literal["aggregate-then-rank", "rank-then-aggregate", "test-then-rank"]  # challengeR: over cases
+Method = Literal[Scoring, CaseMethod]  # one Literal, so a wrong value is one problem, not one per union member
+Display = Literal["all", "most_recent", "best"]
+Kind = Literal["algorithm", "predictions"]
+Mode = Literal["batch", "per-case"]
+RegistrationMode = Literal["open", "required"]
+Combine = Literal["mean", "median", "sum"]
 
-STATUSES = ("upcoming", "active", "completed")
-INCENTIVES = ("monetary", "publication", "speaking_engagement", "other")
-SUBMISSION_TYPES = ("container_image", "prediction_file", "notebook", "mlcube", "other")
-CATEGORIES = ("featured", "benchmark", "hackathon")
-ROLES = ("challenge_organizer", "data_contributor", "sponsor")
-SORTS = ("asc", "desc")
-SCORING = ("absolute", "mean", "median")  # grand-challenge: over the ranked columns of each result
-CASE_METHODS = ("aggregate-then-rank", "rank-then-aggregate", "test-then-rank")  # challengeR: over cases
-DISPLAY = ("all", "most_recent", "best")
-KINDS = ("algorithm", "predictions")
-MODES = ("batch", "per-case")
-REGISTRATION = ("open", "required")
+STATUSES: tuple[str, ...] = get_args(Status)
+INCENTIVES: tuple[str, ...] = get_args(Incentive)
+SUBMISSION_TYPES: tuple[str, ...] = get_args(SubmissionType)
+CATEGORIES: tuple[str, ...] = get_args(Category)
+ROLES: tuple[str, ...] = get_args(Role)
+SORTS: tuple[str, ...] = get_args(Sort)
+SCORING: tuple[str, ...] = get_args(Scoring)
+CASE_METHODS: tuple[str, ...] = get_args(CaseMethod)
+DISPLAY: tuple[str, ...] = get_args(Display)
+KINDS: tuple[str, ...] = get_args(Kind)
+MODES: tuple[str, ...] = get_args(Mode)
+REGISTRATION: tuple[str, ...] = get_args(RegistrationMode)
+STRICT = ConfigDict(extra="forbid")  # a typo must not silently fall back to a default
+GIB = 1024**3
+
+
+# --- challenge.yml -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Organization:
-    name: str
-    role: str = "challenge_organizer"
-    url: str | None = None
+    """One organization behind the challenge."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    name: Annotated[Text, meta("The organization's name.")]
+    role: Annotated[Role, meta("What it does for the challenge.")] = "challenge_organizer"
+    url: Annotated[Text | None, meta("Its website.")] = None
+
+
+@dataclass(frozen=True)
+class PhaseWeight:
+    """One phase of a combined leaderboard and the weight of its rank."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    phase: Annotated[Slug, meta("A phase of this challenge (its file name without .yml).")]
+    weight: Annotated[Number, meta("The weight of this phase's rank in a mean or sum.", ge=0)] = 1.0
+
+
+def _pairs(items: tuple[PhaseWeight, ...]) -> tuple[tuple[str, float], ...]:
+    return tuple((item.phase, item.weight) for item in items)
+
+
+# Written as a list of {phase, weight}, kept as (phase, weight) pairs.
+PhasePairs = Annotated[tuple[tuple[str, float], ...], GetPydanticSchema(
+    lambda _source, handler: core_schema.no_info_after_validator_function(
+        _pairs, handler.generate_schema(Annotated[tuple[PhaseWeight, ...], Field(min_length=2)])))]
 
 
 @dataclass(frozen=True)
@@ -50,37 +115,48 @@ class CombinedLeaderboard:
     """One ranking over several phases (tasks): each participant's best rank per phase, combined.
     Only participants ranked in every phase appear, as on grand-challenge.org."""
 
-    slug: str
-    title: str
-    phases: tuple[tuple[str, float], ...]  # (phase slug, weight)
-    combine: str = "mean"  # mean, median or sum of the per-phase ranks
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    slug: Annotated[Slug, meta("Its name in URLs and in `challenge leaderboard C SLUG`.")]
+    title: Annotated[Text, meta("Its title on the site.")]
+    phases: Annotated[PhasePairs, meta("The phases it combines, at least two.")]
+    combine: Annotated[Combine, meta("How each participant's per-phase ranks combine: their weighted mean, "
+                                     "median (no weights) or weighted sum.")] = "mean"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Challenge:
-    """challenge.yml, in OpenChallenges' words plus grand-challenge's challenge type (0-3)."""
+    """challenge.yml, in OpenChallenges' words plus grand-challenge's challenge type."""
 
-    slug: str
-    name: str
-    headline: str
-    description: str = ""
-    status: str | None = None
-    platform: str = "self-hosted"
-    start_date: dt.date | None = None
-    end_date: dt.date | None = None
-    type: int = 2
-    incentives: tuple[str, ...] = ()
-    submission_types: tuple[str, ...] = ()
-    input_data_types: tuple[str, ...] = ()
-    operation: str | None = None
-    categories: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    website_url: str | None = None
-    doi: str | None = None
-    organizations: tuple[Organization, ...] = ()
-    data_url: str | None = None
-    registration: str = "open"
-    combined_leaderboards: tuple[CombinedLeaderboard, ...] = ()
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    slug: Annotated[Slug, meta("The challenge's name in URLs. Defaults to the folder name, and must match it "
+                               "when written.", gc="short_name")] = ""
+    name: Annotated[Text, meta("The challenge's full name.", gc="title", min_length=3, max_length=255)]
+    headline: Annotated[Text, meta("One line under the name in the catalog.", max_length=80)]
+    description: Annotated[Text, meta("A paragraph for the catalog.", gc="description", max_length=1000)] = ""
+    status: Annotated[Status | None, meta("upcoming, active or completed. Unset: from start_date and end_date, "
+                                          "as OpenChallenges computes it.")] = None
+    platform: Annotated[Slug, meta("Where the challenge runs, as an OpenChallenges platform slug.")] = "self-hosted"
+    start_date: Annotated[Day | None, meta("The day the challenge starts.")] = None
+    end_date: Annotated[Day | None, meta("The day the challenge ends; not before start_date.")] = None
+    type: Annotated[Whole, meta("The challenge type as grand-challenge counts them: 1 when participants submit "
+                                "predictions, 2 when they submit algorithms.", gc="challenge_type",
+                                ge=0, le=3)] = 2
+    incentives: Annotated[tuple[Incentive, ...], meta("What participants can win.")] = ()
+    submission_types: Annotated[tuple[SubmissionType, ...], meta("What participants submit.")] = ()
+    input_data_types: Annotated[tuple[Text, ...], meta("The kinds of data algorithms read (3D image, text, "
+                                                       "...).")] = ()
+    operation: Annotated[Text | None, meta("The task, e.g. image segmentation.")] = None
+    categories: Annotated[tuple[Category, ...], meta("Catalog categories.")] = ()
+    tags: Annotated[tuple[Text, ...], meta("Free keywords for the catalog.")] = ()
+    website_url: Annotated[Text | None, meta("The challenge's own website, if it has one.")] = None
+    doi: Annotated[Text | None, meta("A DOI of the challenge's design or results paper.")] = None
+    organizations: Annotated[tuple[Organization, ...], meta("Who organizes, contributes data or sponsors.")] = ()
+    data_url: Annotated[Text | None, meta("Where the public training data can be downloaded.")] = None
+    registration: Annotated[RegistrationMode, meta(
+        "open: anyone may submit; required: a participant first adds registrations/<login>.yml (accepting the "
+        "rules) and an organizer merges it.")] = "open"
+    combined_leaderboards: Annotated[tuple[CombinedLeaderboard, ...], meta(
+        "Rankings over several phases, as grand-challenge's combined leaderboards.")] = ()
 
     def current_status(self, today: dt.date) -> str:
         """The written status, else one computed from the dates as OpenChallenges does."""
@@ -93,73 +169,152 @@ class Challenge:
         return "active"
 
 
+# --- phases/<phase>.yml ------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Column:
     """A leaderboard column: the score or one of grand-challenge's extra_results_columns."""
 
-    path: str
-    title: str
-    order: Literal["asc", "desc"] = "desc"
-    error_path: str | None = None
-    exclude_from_ranking: bool = False
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    path: Annotated[JsonPath, meta("Where the value is in each result: a JSONPath into the evaluation's "
+                                   "metrics.json, or under runner for the runner's measurements.", gc="path")]
+    title: Annotated[Text, meta("The column's title.", gc="title")]
+    order: Annotated[Sort, meta("desc: higher is better; asc: lower is better.", gc="order")] = "desc"
+    error_path: Annotated[JsonPath | None, meta("Where the value's error is (e.g. a standard deviation), shown "
+                                                "as ± next to it.", gc="error_path")] = None
+    exclude_from_ranking: Annotated[Bool, meta("Shown, but left out of the mean or median of ranks.",
+                                               gc="exclude_from_ranking")] = False
 
 
-@dataclass(frozen=True)
-class Limits:
+@dataclass(frozen=True, kw_only=True)
+class Resources:
     """What one container of a phase may use; the runner's sandbox enforces these."""
 
-    time_limit: int = 300
-    memory: int = 2 * 1024**3
-    cpus: float = 1.0
-    gpus: int = 0
-    output: int = 1024**3  # /output is a tmpfs of this size: writing more fails inside the container
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    memory: Annotated[Size, meta("Memory, without swap: bytes, or 512m, 2g.")] = 2 * GIB
+    cpus: Annotated[Number, meta("CPU cores (fractions allowed).", ge=0.01)] = 1.0
+    gpus: Annotated[Whole, meta("GPUs passed to the container (the runner's --gpus picks which).", ge=0)] = 0
+    output: Annotated[Size, meta("Size of /output, a tmpfs: writing more fails inside the container.")] = GIB
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits(Resources):
+    """Resources plus the time limit; the algorithm's comes from algorithm_time_limit."""
+
+    time_limit: Annotated[Whole, meta("Seconds the container may run before it is killed.",
+                                      gc="evaluation_time_limit", ge=1)] = 300
 
 
 @dataclass(frozen=True)
 class RankingOptions:
     """Options of the challengeR methods (scoring_method_choice aggregate-then-rank, ...)."""
 
-    aggregate: str = "mean"
-    ties: str = "min"
-    missing: str | float = "drop"
-    alpha: float = 0.05
-    p_adjust: str = "none"
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    aggregate: Annotated[Literal["mean", "median"], meta(
+        "How per-case values (aggregate-then-rank) or per-case ranks (rank-then-aggregate) combine.")] = "mean"
+    ties: Annotated[Literal["min", "max", "average"], meta("The rank tied values share.")] = "min"
+    missing: Annotated[Missing, meta("A missing or NaN per-case value: drop it, or count it as this "
+                                     "number.")] = "drop"
+    alpha: Annotated[Probability, meta("test-then-rank's significance level.")] = 0.05
+    p_adjust: Annotated[Literal["none", "holm", "bonferroni", "hochberg", "fdr_bh"], meta(
+        "test-then-rank's correction of its p-values for multiple tests.")] = "none"
 
 
-@dataclass(frozen=True)
-class Phase:
-    """phases/<slug>.yml, named after grand-challenge's Phase options."""
+@dataclass(frozen=True, kw_only=True)
+class PhaseOptions:
+    """The options a phase file and a phase record share, declared once for both."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    title: Annotated[Text, meta("The phase's name on the site and in messages to participants.", gc="title")]
+    description: Annotated[Text, meta("A paragraph shown with the phase.")] = ""
+    submission_kind: Annotated[Kind, meta(
+        "What participants submit: algorithm, a container image the runner runs on the hidden data; or "
+        "predictions, a file of outputs.", gc="submission_kind")]
+    submissions_open_at: Annotated[Moment | None, meta(
+        "When submissions open. Unset: open from the start.", gc="submissions_open_at")] = None
+    submissions_close_at: Annotated[Closing | None, meta(
+        "When submissions close; a date alone closes at the end of that day (UTC). Unset: never. A blind "
+        "phase shows its scores from then on.", gc="submissions_close_at")] = None
+    score_decimal_places: Annotated[Whole, meta("Decimal places shown for the score.", gc="score_decimal_places",
+                                                ge=0, le=12)] = 4
+    extra_results_columns: Annotated[tuple[Column, ...], meta(
+        "More leaderboard columns, each read from the results by its own path.", gc="extra_results_columns")] = ()
+    scoring_method_choice: Annotated[Method, meta(
+        "How results rank: absolute (on the score alone), mean or median (of the ranks of every ranked column), "
+        "as grand-challenge does; or challengeR's aggregate-then-rank, rank-then-aggregate or test-then-rank "
+        "over the score's per-case values (set score_case_jsonpath).", gc="scoring_method_choice")] = "absolute"
+    result_display_choice: Annotated[Display, meta(
+        "Which results the leaderboard lists: all, each participant's most_recent, or each participant's best.",
+        gc="result_display_choice")] = "all"
+    submissions_limit_per_user_per_period: Annotated[Whole | None, meta(
+        "Submissions a participant may make per period; 0 takes none. Unset: no limit.",
+        gc="submissions_limit_per_user_per_period", ge=0)] = None
+    submission_limit_period: Annotated[Whole | None, meta(
+        "The period of that limit, in days. Unset: all time.", gc="submission_limit_period", ge=1)] = None
+    parent: Annotated[Slug | None, meta(
+        "A phase of this challenge where a participant needs a succeeded result before submitting here.",
+        gc="parent")] = None
+    public: Annotated[Bool, meta("false publishes nothing of this phase: no leaderboard, link or result.",
+                                 gc="public")] = True
+    auto_publish_new_results: Annotated[Bool, meta(
+        "false shows a result only once an organizer lists its participant/id in approvals/<phase>.yml.",
+        gc="auto_publish_new_results")] = True
+    inference_mode: Annotated[Mode, meta(
+        "batch: one algorithm run over all cases; per-case: one run per case, each with algorithm_time_limit, "
+        "its time and memory measured (FLARE's protocol).")] = "batch"
+    evaluation_image: Annotated[OrganizerImage | None, meta(
+        "The evaluation container, pinned by digest. Unset: built from challenges/<challenge>/evaluation/"
+        "Dockerfile.")] = None
+    allowed_registries: Annotated[tuple[Text, ...], meta(
+        "Registries submitted images may come from (e.g. ghcr.io). Empty: any.")] = ()
+    count_failed_submissions: Annotated[Bool, meta("Whether failed submissions count toward the limit per "
+                                                   "period.")] = False
+    give_algorithm_editors_job_view_permissions: Annotated[Bool, meta(
+        "A debugging phase: participants see their own containers' full logs.",
+        gc="give_algorithm_editors_job_view_permissions")] = False
+    blind: Annotated[Bool, meta("Withhold scores until submissions close; participants still learn that their "
+                                "submission succeeded.")] = False
+    score_case_jsonpath: Annotated[JsonPath | None, meta(
+        "The score's per-case values in each result (e.g. case.*.dice), for challengeR's methods and the "
+        "ranking uncertainty. Per-case values are public with each result, like every metric.")] = None
+    ranking_options: Annotated[RankingOptions, meta("Options of challengeR's methods.")] = field(
+        default_factory=RankingOptions)
+    best_of_last: Annotated[Whole | None, meta("Only each participant's last N results compete (L2L).",
+                                               ge=1)] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseFile(PhaseOptions):
+    """phases/<phase>.yml: the phase's options in grand-challenge's names."""
+
+    score_title: Annotated[Text, meta("The score column's title.", gc="score_title")] = "Score"
+    score_jsonpath: Annotated[JsonPath, meta(
+        "Where the score is in each result: a JSONPath into the evaluation's metrics.json (aggregates.dice.mean), "
+        "or under runner for the runner's measurements (runner.aggregates.wall_time_s.mean).", gc="score_jsonpath")]
+    score_error_jsonpath: Annotated[JsonPath | None, meta(
+        "Where the score's error is (e.g. aggregates.dice.std), shown as ± next to it.",
+        gc="score_error_jsonpath")] = None
+    score_default_sort: Annotated[Sort, meta("desc: higher scores rank first; asc: lower scores rank first.",
+                                             gc="score_default_sort")] = "desc"
+    algorithm_time_limit: Annotated[Whole, meta(
+        "Seconds an algorithm container may run (per case in per-case mode) before it is killed.",
+        gc="algorithm_time_limit", ge=1)] = 300
+    algorithm_resources: Annotated[Resources, meta("What an algorithm container may use.")] = field(
+        default_factory=Resources)
+    evaluation_resources: Annotated[Limits, meta("What the evaluation container may use.")] = field(
+        default_factory=Limits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase(PhaseOptions):
+    """A phase as the package reads it: its options, where it sits, and its score as a column."""
 
     challenge: str
     slug: str
-    title: str
-    submission_kind: Literal["algorithm", "predictions"]
     score: Column
-    description: str = ""
-    submissions_open_at: dt.datetime | None = None
-    submissions_close_at: dt.datetime | None = None
-    score_decimal_places: int = 4
-    extra_results_columns: tuple[Column, ...] = ()
-    scoring_method_choice: str = "absolute"
-    result_display_choice: str = "all"
-    submissions_limit_per_user_per_period: int | None = None
-    submission_limit_period: int | None = None
-    parent: str | None = None
-    public: bool = True
-    auto_publish_new_results: bool = True
-    inference_mode: str = "batch"
     algorithm: Limits = field(default_factory=Limits)
     evaluation: Limits = field(default_factory=Limits)
-    evaluation_image: str | None = None
-    allowed_registries: tuple[str, ...] = ()  # empty: any registry
-    count_failed_submissions: bool = False  # toward the limit per period
-    # grand-challenge's name for a debugging phase: participants see their own full logs.
-    give_algorithm_editors_job_view_permissions: bool = False
-    blind: bool = False  # scores withheld until submissions close; success is still shown
-    # Per-case values of the score (e.g. case.*.dice), for challengeR's methods and uncertainty.
-    score_case_jsonpath: str | None = None
-    ranking_options: RankingOptions = field(default_factory=lambda: RankingOptions())
-    best_of_last: int | None = None  # L2L: only each participant's last N results compete
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -170,25 +325,71 @@ class Phase:
             return False
         return not (self.submissions_close_at and now >= self.submissions_close_at)
 
+    @classmethod
+    def from_file(cls, file: PhaseFile, *, challenge: str, slug: str) -> Phase:
+        """The record of a validated file: shared options as they are, the score_* fields as a column."""
+        shared = {f.name: getattr(file, f.name) for f in fields(PhaseOptions)}
+        score = Column(path=file.score_jsonpath, title=file.score_title, order=file.score_default_sort,
+                       error_path=file.score_error_jsonpath)
+        algorithm = Limits(time_limit=file.algorithm_time_limit, **asdict(file.algorithm_resources))
+        return cls(challenge=challenge, slug=slug, score=score, algorithm=algorithm,
+                   evaluation=file.evaluation_resources, **shared)
+
+
+# --- submissions/<phase>/<participant>/<id>.yml ------------------------------------------------
+
 
 @dataclass(frozen=True)
-class Submission:
-    """submissions/<phase>/<participant>/<id>.yml; identity comes from the path, content from the file."""
+class Predictions:
+    """A predictions file committed next to the submission, pinned by its hash."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    file: Annotated[Text, meta("The file's name, relative to the submission file (a .zip is unpacked).")]
+    sha256: Annotated[Sha256, meta("The file's sha256, 64 lowercase hex digits (sha256sum FILE).")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmissionFields:
+    """What a submission file and a submission record share."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    phase: Annotated[Slug, meta("The phase submitted to: the folder the file sits in.")]
+    image: Annotated[SubmittedImage | None, meta(
+        "The algorithm's container image, pinned by digest: registry/name@sha256:<64 hex digits>.")] = None
+    title: Annotated[Text, meta("A name for this submission on the leaderboard.", max_length=120)] = ""
+    description: Annotated[Text, meta("What this submission does differently.", max_length=2000)] = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmissionFile(SubmissionFields):
+    """submissions/<phase>/<participant>/<id>.yml: one image, or one predictions file."""
+
+    predictions: Annotated[Predictions | None, meta("The predictions file, in a phase that takes "
+                                                    "predictions.")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Submission(SubmissionFields):
+    """A submission; identity comes from the path, content from the file."""
 
     challenge: str
-    phase: str
     participant: str
     id: str
     path: Path
-    image: str | None = None
     predictions: str | None = None
     predictions_sha256: str | None = None
-    title: str = ""
-    description: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.challenge}/{self.phase}/{self.participant}/{self.id}"
+
+    @property
+    def predictions_path(self) -> Path | None:
+        """Where the predictions file sits: named relative to the submission file."""
+        return self.path.parent / self.predictions if self.predictions else None
+
+
+# --- results/<phase>/<participant>/<id>.json (written by the runner) --------------------------
 
 
 @dataclass
@@ -240,233 +441,100 @@ class Result:
         return cls(**{**data, **runs})
 
 
-def check_image_ref(ref: str, *, allow_local: bool) -> str | None:
-    """None if `ref` may run, else why not. A tag alone can be moved, so only digests are accepted."""
-    if PINNED.fullmatch(ref):
-        return None
-    if DIGEST.fullmatch(ref):
-        return None if allow_local else (
-            "a local image ID is accepted only for local runs (--allow-local-images); "
-            "push the image and write name@sha256:<digest>")
-    return "must be pinned by digest: registry/name@sha256:<64 hex digits> (a tag alone can change)"
+def scored_document(result: Result) -> dict[str, Any]:
+    """What score paths read: the evaluation's metrics, plus the runner's own measurements
+    (time, memory, per case) under `runner`, so a leaderboard can rank on them."""
+    document = dict(result.metrics or {})
+    if result.algorithm is not None and "runner" not in document:
+        document["runner"] = vars(result.algorithm)  # read-only here: no copy of every case
+    return document
+
+
+# --- loaders -----------------------------------------------------------------------------------
 
 
 def load_challenge(path: Path) -> Challenge:
-    doc = load_yaml(path)
-    f = Fields(doc)
-    f.allow_only(("slug", "name", "headline", "description", "status", "platform", "start_date",
-                  "end_date", "type", "incentives", "submission_types", "input_data_types",
-                  "operation", "categories", "tags", "website_url", "doi", "organizations", "data_url",
-                  "registration", "combined_leaderboards"))
-    slug = path.parent.name
-    if f.text("slug", slug) != slug:
-        raise f.error("slug", f"must match the folder name {slug!r}")
-    if not SLUG.fullmatch(slug):
-        raise ModelError(path, None, None, f"folder name {slug!r} is not a kebab-case slug")
-    challenge = Challenge(
-        slug=slug,
-        name=_name_field(f),
-        headline=f.text("headline", max_len=80),
-        description=f.text("description", "", max_len=1000),
-        status=f.choice("status", STATUSES, None),
-        platform=f.text("platform", "self-hosted", pattern=SLUG, what="a platform slug"),
-        start_date=f.date("start_date", None),
-        end_date=f.date("end_date", None),
-        type=f.integer("type", 2, minimum=0, maximum=3),
-        incentives=f.choices("incentives", INCENTIVES),
-        submission_types=f.choices("submission_types", SUBMISSION_TYPES),
-        input_data_types=f.strings("input_data_types"),
-        operation=f.text("operation", None),
-        categories=f.choices("categories", CATEGORIES),
-        tags=f.strings("tags"),
-        website_url=f.text("website_url", None),
-        doi=f.text("doi", None),
-        organizations=tuple(_organization(o) for o in f.blocks("organizations")),
-        data_url=f.text("data_url", None),
-        registration=f.choice("registration", REGISTRATION, "open"),
-        combined_leaderboards=tuple(_combined(c) for c in f.blocks("combined_leaderboards")),
-    )
+    """challenge.yml; its slug is its folder's name."""
+    folder = path.parent.name
+    challenge = parse(load_yaml(path), Challenge, checks=lambda c, _: _challenge_issues(c, folder))
+    return challenge if challenge.slug else replace(challenge, slug=folder)
+
+
+def _challenge_issues(challenge: Challenge, folder: str) -> Iterator[Issue]:
+    if not SLUG.fullmatch(folder):
+        yield None, f"folder name {folder!r} is not a kebab-case slug"
+    if challenge.slug and challenge.slug != folder:
+        yield ("slug",), f"must match the folder name {folder!r}"
     if challenge.start_date and challenge.end_date and challenge.end_date < challenge.start_date:
-        raise f.error("end_date", "is before start_date")
-    return challenge
+        yield ("end_date",), "is before start_date"
+    for i, board in enumerate(challenge.combined_leaderboards):
+        if board.combine == "median" and any(weight != 1.0 for _, weight in board.phases):
+            yield ("combined_leaderboards", i, "combine"), "weights apply to mean and sum; a median takes none"
 
 
-def _name_field(f: Fields) -> str:
-    name = f.text("name", max_len=255)
-    if len(name) < 3:
-        raise f.error("name", "must be at least 3 characters")
-    return name
-
-
-def _combined(f: Fields) -> CombinedLeaderboard:
-    f.allow_only(("slug", "title", "phases", "combine"))
-    phases = []
-    for item in f.blocks("phases"):
-        item.allow_only(("phase", "weight"))
-        phases.append((item.text("phase", pattern=SLUG, what="a phase slug"), item.number("weight", 1.0, minimum=0.0)))
-    if len(phases) < 2:
-        raise f.error("phases", "a combined leaderboard needs at least two phases")
-    combine = f.choice("combine", ("mean", "median", "sum"), "mean")
-    if combine == "median" and any(w != 1.0 for _, w in phases):
-        raise f.error("combine", "weights apply to mean and sum; a median takes none")
-    return CombinedLeaderboard(f.text("slug", pattern=SLUG, what="a kebab-case slug"), f.text("title"),
-                               tuple(phases), combine)
-
-
-def _organization(f: Fields) -> Organization:
-    f.allow_only(("name", "role", "url"))
-    return Organization(f.text("name"), f.choice("role", ROLES, "challenge_organizer"), f.text("url", None))
+MOVED: dict[Key, str] = {("algorithm_resources", "time_limit"): "set algorithm_time_limit instead (grand-challenge's "
+                                                                 "name)"}
 
 
 def load_phase(path: Path, challenge: str) -> Phase:
-    doc = load_yaml(path)
-    f = Fields(doc)
-    f.allow_only((
-        "title", "description", "submission_kind", "submissions_open_at", "submissions_close_at",
-        "score_title", "score_jsonpath", "score_error_jsonpath", "score_default_sort",
-        "score_decimal_places", "extra_results_columns", "scoring_method_choice",
-        "result_display_choice", "submissions_limit_per_user_per_period", "submission_limit_period",
-        "parent", "public", "auto_publish_new_results", "algorithm_time_limit", "inference_mode",
-        "algorithm_resources", "evaluation_image", "evaluation_resources", "allowed_registries",
-        "count_failed_submissions", "give_algorithm_editors_job_view_permissions", "blind",
-        "score_case_jsonpath", "ranking_options", "best_of_last"))
-    slug = path.stem
+    """phases/<slug>.yml of challenge `challenge`."""
+    file = parse(load_yaml(path), PhaseFile, checks=lambda f, _: _phase_issues(f, path.stem), moved=MOVED)
+    return Phase.from_file(file, challenge=challenge, slug=path.stem)
+
+
+def _phase_issues(phase: PhaseFile, slug: str) -> Iterator[Issue]:
     if not SLUG.fullmatch(slug):
-        raise ModelError(path, None, None, f"phase file name {slug!r} is not a kebab-case slug")
-    phase = Phase(
-        challenge=challenge,
-        slug=slug,
-        title=f.text("title"),
-        description=f.text("description", ""),
-        submission_kind=f.choice("submission_kind", KINDS),
-        submissions_open_at=f.time("submissions_open_at", None),
-        submissions_close_at=f.time("submissions_close_at", None),
-        score=Column(
-            path=_jsonpath(f, "score_jsonpath"),
-            title=f.text("score_title", "Score"),
-            order=f.choice("score_default_sort", SORTS, "desc"),
-            error_path=_jsonpath(f, "score_error_jsonpath", None),
-        ),
-        score_decimal_places=f.integer("score_decimal_places", 4, minimum=0, maximum=12),
-        extra_results_columns=tuple(_column(c) for c in f.blocks("extra_results_columns")),
-        scoring_method_choice=f.choice("scoring_method_choice", SCORING + CASE_METHODS, "absolute"),
-        result_display_choice=f.choice("result_display_choice", DISPLAY, "all"),
-        submissions_limit_per_user_per_period=f.integer("submissions_limit_per_user_per_period", None, minimum=0),
-        submission_limit_period=f.integer("submission_limit_period", None, minimum=1),
-        parent=f.text("parent", None, pattern=SLUG, what="a phase slug"),
-        public=f.get("public", bool, True),
-        auto_publish_new_results=f.get("auto_publish_new_results", bool, True),
-        inference_mode=f.choice("inference_mode", MODES, "batch"),
-        algorithm=_limits(f.block("algorithm_resources", None), f.integer("algorithm_time_limit", 300, minimum=1)),
-        evaluation_image=_image(f, "evaluation_image"),
-        evaluation=_limits(f.block("evaluation_resources", None), None),
-        allowed_registries=f.strings("allowed_registries"),
-        count_failed_submissions=f.get("count_failed_submissions", bool, False),
-        give_algorithm_editors_job_view_permissions=f.get("give_algorithm_editors_job_view_permissions", bool, False),
-        blind=f.get("blind", bool, False),
-        score_case_jsonpath=_jsonpath(f, "score_case_jsonpath", None),
-        ranking_options=_ranking_options(f.block("ranking_options", None)),
-        best_of_last=f.integer("best_of_last", None, minimum=1),
-    )
+        yield None, f"phase file name {slug!r} is not a kebab-case slug"
     opens, closes = phase.submissions_open_at, phase.submissions_close_at
     if opens and closes and closes <= opens:
-        raise f.error("submissions_close_at", "is not after submissions_open_at")
+        yield ("submissions_close_at",), "is not after submissions_open_at"
     if phase.parent == slug:
-        raise f.error("parent", "a phase cannot be its own parent")
+        yield ("parent",), "a phase cannot be its own parent"
     if phase.scoring_method_choice in CASE_METHODS and not phase.score_case_jsonpath:
-        raise f.error("scoring_method_choice", f"{phase.scoring_method_choice} ranks per case: "
-                      "set score_case_jsonpath to the per-case values of the score, e.g. case.*.dice")
-    return phase
-
-
-def _ranking_options(f: Fields) -> RankingOptions:
-    f.allow_only(("aggregate", "ties", "missing", "alpha", "p_adjust"))
-    missing = f.get("missing", (str, int, float), "drop")
-    if isinstance(missing, str) and missing != "drop":
-        raise f.error("missing", f"{missing!r} is neither drop nor a number")
-    alpha = f.number("alpha", 0.05, minimum=0.0)
-    if not 0 < alpha < 1:
-        raise f.error("alpha", f"must lie between 0 and 1, got {alpha}")
-    return RankingOptions(
-        aggregate=f.choice("aggregate", ("mean", "median"), "mean"),
-        ties=f.choice("ties", ("min", "max", "average"), "min"),
-        missing=missing,
-        alpha=alpha,
-        p_adjust=f.choice("p_adjust", ("none", "holm", "bonferroni", "hochberg", "fdr_bh"), "none"),
-    )
-
-
-def _jsonpath(f: Fields, name: str, default: Any = ...) -> str:
-    value = f.text(name) if default is ... else f.text(name, default)
-    if value is not None:
-        try:
-            jsonpath_ng.parse(value)
-        except Exception as exc:  # jsonpath_ng raises several unrelated types
-            raise f.error(name, f"{value!r} is not a JSONPath: {exc}") from None
-    return value
-
-
-def _column(f: Fields) -> Column:
-    f.allow_only(("path", "title", "order", "error_path", "exclude_from_ranking"))
-    return Column(
-        path=_jsonpath(f, "path"),
-        title=f.text("title"),
-        order=f.choice("order", SORTS, "desc"),
-        error_path=_jsonpath(f, "error_path", None),
-        exclude_from_ranking=f.get("exclude_from_ranking", bool, False),
-    )
-
-
-def _limits(f: Fields, time_limit: int | None) -> Limits:
-    f.allow_only(("time_limit", "memory", "cpus", "gpus", "output"))
-    default = Limits()
-    if time_limit is not None and "time_limit" in f.data:
-        raise f.error("time_limit", "set algorithm_time_limit instead (grand-challenge's name)")
-    return Limits(
-        time_limit=time_limit or f.integer("time_limit", default.time_limit, minimum=1),
-        memory=f.size("memory", default.memory),
-        cpus=f.number("cpus", default.cpus, minimum=0.01),
-        gpus=f.integer("gpus", default.gpus, minimum=0),
-        output=f.size("output", default.output),
-    )
-
-
-def _image(f: Fields, name: str) -> str | None:
-    ref = f.text(name, None)
-    if ref is not None and (why := check_image_ref(ref, allow_local=False)):
-        raise f.error(name, why)
-    return ref
+        yield ("scoring_method_choice",), (f"{phase.scoring_method_choice} ranks per case: set score_case_jsonpath "
+                                           "to the per-case values of the score, e.g. case.*.dice")
 
 
 def load_submission(path: Path, *, challenge: str, phase: str, participant: str,
                     kind: str | None = None) -> Submission:
     """Read a submission; its phase, participant and id come from where the file sits."""
-    doc = load_yaml(path)
-    f = Fields(doc)
-    f.allow_only(("phase", "image", "predictions", "title", "description"))
-    if f.text("phase") != phase:
-        raise f.error("phase", f"says {f.data['phase']!r} but the file is under submissions/{phase}/")
+    file = parse(participant_yaml(path), SubmissionFile,
+                 checks=lambda f, invalid: _submission_issues(f, invalid, path, phase, kind))
+    shared = {f.name: getattr(file, f.name) for f in fields(SubmissionFields)}
+    files = file.predictions
+    return Submission(challenge=challenge, participant=participant, id=path.stem, path=path,
+                      predictions=files.file if files else None, predictions_sha256=files.sha256 if files else None,
+                      **shared)
+
+
+def _submission_issues(file: SubmissionFile, invalid: frozenset[str | int], path: Path, phase: str,
+                       kind: str | None) -> Iterator[Issue]:
     if not NAME.fullmatch(path.stem):
-        raise ModelError(path, None, None, f"submission id {path.stem!r} may use letters, digits, '-', '_' and '.'")
-    image = f.text("image", None)
-    predictions = f.block("predictions", None)
-    predictions.allow_only(("file", "sha256"))
-    if (image is None) == (not predictions.data):
-        raise ModelError(path, doc.line(()), None, "give exactly one of image (algorithm) or predictions (file)")
-    if kind == "algorithm" and image is None:
-        raise f.error("predictions", f"phase {phase!r} takes an algorithm image, not predictions")
-    if kind == "predictions" and image is not None:
-        raise f.error("image", f"phase {phase!r} takes a predictions file, not an image")
-    if image is not None and not (PINNED.fullmatch(image) or DIGEST.fullmatch(image)):
-        raise f.error("image", check_image_ref(image, allow_local=False) or "")
-    files = (predictions.text("file"), predictions.text("sha256", pattern=SHA256, what="64 lowercase hex digits")) \
-        if predictions.data else (None, None)
-    return Submission(
-        challenge=challenge, phase=phase, participant=participant, id=path.stem, path=path,
-        image=image, predictions=files[0], predictions_sha256=files[1],
-        title=f.text("title", "", max_len=120),
-        description=f.text("description", "", max_len=2000),
-    )
+        yield None, f"submission id {path.stem!r} may use letters, digits, '-', '_' and '.'"
+    if file.phase != phase:
+        yield ("phase",), f"says {file.phase!r} but the file is under submissions/{phase}/"
+    if invalid & {"image", "predictions"}:
+        return  # what was meant is unclear until that is fixed
+    if file.image is None and file.predictions is None:
+        yield ("image",), "give exactly one of image (algorithm) or predictions (file)"
+    elif file.image is not None and file.predictions is not None:
+        yield ("predictions",), "give exactly one of image (algorithm) or predictions (file)"
+    elif kind == "algorithm" and file.predictions is not None:
+        yield ("predictions",), f"phase {phase!r} takes an algorithm image, not predictions"
+    elif kind == "predictions" and file.image is not None:
+        yield ("image",), f"phase {phase!r} takes a predictions file, not an image"
+
+
+class ApprovalsFile(RootModel[tuple[Approval, ...]]):
+    """approvals/<phase>.yml: each result an organizer published, as participant/id (the result file's
+    folder and name, e.g. alice/v1), in a phase with auto_publish_new_results: false."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use, not on every import of the package
+
+
+def load_approvals(path: Path) -> list[str]:
+    """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
+    return list(parse(load_yaml(path), ApprovalsFile, blank=list).root)
 
 
 def load_result(path: Path) -> Result:
@@ -482,10 +550,17 @@ def load_result(path: Path) -> Result:
     return result
 
 
+def participant_yaml(path: Path) -> Document:
+    """A file a participant wrote (a submission, a registration), read under the participant policy
+    (size cap, no aliases) wherever it sits, a pull request's scratch copy included."""
+    return load_yaml(path, PARTICIPANT)
+
+
 def parse_time(text: str) -> dt.datetime:
     return as_utc(dt.datetime.fromisoformat(text))
 
 
-__all__ = ["Challenge", "Column", "Document", "Limits", "ModelError", "Organization", "Phase",
-           "Result", "RunRecord", "Submission", "check_image_ref", "load_challenge", "load_phase",
-           "load_result", "load_submission", "parse_time"]
+__all__ = ["APPROVAL", "CASE_METHODS", "DIGEST", "NAME", "PINNED", "SCORING", "SHA256", "SLUG", "Challenge",
+           "Column", "CombinedLeaderboard", "Document", "Limits", "ModelError", "Organization", "Phase",
+           "RankingOptions", "Result", "RunRecord", "Submission", "check_image_ref", "load_approvals",
+           "load_challenge", "load_phase", "load_result", "load_submission", "parse_time", "scored_document"]

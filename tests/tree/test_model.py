@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
+from runner.tree.check import check
 from runner.tree.located import ModelError
 from runner.tree.model import check_image_ref, load_challenge, load_phase
 from runner.tree.store import Store
@@ -27,7 +28,7 @@ def phase_file(repo: Path) -> Path:
 
 
 def test_example_tree_is_valid(repo):
-    assert Store(repo).check() == []
+    assert check(Store(repo)).problems == []
     phase = load_phase(phase_file(repo), CHALLENGE)
     assert phase.score.path == "aggregates.dice.mean"
     assert phase.score_decimal_places == 3
@@ -53,7 +54,7 @@ def test_unknown_field_is_located(repo):
     with pytest.raises(ModelError) as info:
         load_phase(path, CHALLENGE)
     assert (info.value.line, info.value.field) == (line, "score_jsonpth")
-    assert "unknown field" in info.value.message
+    assert info.value.message == "unknown field; did you mean 'score_jsonpath'?"
 
 
 def test_wrong_type_in_nested_column_is_located(repo):
@@ -65,7 +66,8 @@ def test_wrong_type_in_nested_column_is_located(repo):
         load_phase(path, CHALLENGE)
     assert info.value.line == line
     assert info.value.field == "extra_results_columns[0].exclude_from_ranking"
-    assert str(info.value).startswith(f"{path}:{line}: extra_results_columns[0].exclude_from_ranking: expected true or false")
+    assert str(info.value) == (f"{path}:{line}: extra_results_columns[0].exclude_from_ranking: expected true or "
+                               "false, got text ('sometimes')")
 
 
 def test_bad_jsonpath_and_headline_length(repo):
@@ -75,7 +77,7 @@ def test_bad_jsonpath_and_headline_length(repo):
         load_phase(path, CHALLENGE)
     challenge = repo / "challenges" / CHALLENGE / "challenge.yml"
     challenge.write_text(challenge.read_text().replace("headline: Segment", "headline: " + "x" * 90 + " Segment"))
-    with pytest.raises(ModelError, match="headline: is 1.. characters long; at most 80"):
+    with pytest.raises(ModelError, match=r"headline: is 1.. characters long; at most 80"):
         load_challenge(challenge)
 
 
@@ -155,8 +157,9 @@ def test_case_method_needs_the_per_case_path(repo):
     path.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("score_case_jsonpath")) + "\n")
     with pytest.raises(ModelError, match="set score_case_jsonpath"):
         load_phase(path, CHALLENGE)
-    path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n  alpha: 2\n")
-    with pytest.raises(ModelError, match="ranking_options.alpha: must lie between 0 and 1"):
+    path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n"
+                    "  alpha: 2\n")
+    with pytest.raises(ModelError, match=r"ranking_options\.alpha: must lie between 0 and 1"):
         load_phase(path, CHALLENGE)
 
 
@@ -164,6 +167,7 @@ def test_combined_leaderboard_names_existing_phases(repo):
     path = repo / "challenges" / CHALLENGE / "challenge.yml"
     path.write_text(path.read_text() + "combined_leaderboards:\n  - slug: all\n    title: All\n    phases:\n"
                     "      - phase: final-test\n      - phase: nope\n        weight: 2\n")
-    [problem] = Store(repo).check()
-    assert (problem.line, problem.field) == (len(path.read_text().splitlines()) - 1, "combined_leaderboards[0].phases[1].phase")
+    [problem] = check(Store(repo)).problems
+    line = len(path.read_text().splitlines()) - 1
+    assert (problem.line, problem.field) == (line, "combined_leaderboards[0].phases[1].phase")
     assert problem.message == "no phase 'nope' in this challenge"

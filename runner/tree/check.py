@@ -1,0 +1,269 @@
+"""`challenge check`: everything an organizer or a pull request can add, validated in one run.
+
+Each file is validated on its own against its declared kind, and each problem is reported once,
+at the file that has it: a submission is not blamed for its broken phase file, which gets its own
+lines. Then what spans files: a parent phase and a combined leaderboard's phases exist, a
+submission's phase takes what it submits and its predictions file has the pinned hash, every
+phase has an evaluation container. Last, score paths are tried on the results already committed:
+one that matches nothing in any succeeded result is a warning (printed, not a failure: a typo in
+score_jsonpath leaves everyone unranked, but a new phase has no results yet to try it on).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.tree.jsonpaths import PLAIN, lookup, lookup_all
+from runner.tree.located import Key, ModelError, load_yaml
+from runner.tree.model import (
+    Phase,
+    Result,
+    load_approvals,
+    load_challenge,
+    load_phase,
+    load_result,
+    load_submission,
+    scored_document,
+)
+from runner.tree.people import load_registration, load_teams
+from runner.tree.schema_parse import each_problem
+from runner.tree.schema_types import LOGIN, NAME
+from runner.tree.store import Store
+
+KNOWN = "a challenge, phase, submission, result, approvals, teams or registration file"
+MAX_SUGGESTED_PATHS = 2000  # leaf paths gathered from results for a "did you mean"
+
+
+@dataclass
+class Report:
+    """The problems (each fails the check) and warnings (printed only) of one run."""
+
+    problems: list[ModelError] = field(default_factory=list)
+    warnings: list[ModelError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(store: Store, only: Path | None = None) -> Report:
+    """Every problem in the tree, or in one file or folder of it, each located."""
+    target = (only or store.base).resolve()
+    if not target.exists():
+        return Report([ModelError(target, None, None, "does not exist")])
+    files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
+    checker = _Checker(store)
+    for path in files:
+        kind = kind_of(store, path)
+        if kind is not None:
+            checker.file(kind, path)
+        elif target.is_file():
+            checker.report.problems.append(ModelError(path, None, None, f"is not {KNOWN}"))
+    checker.evaluations()
+    for found in (checker.report.problems, checker.report.warnings):
+        found.sort(key=lambda p: (str(p.path), p.line or 0))  # by file, then line; whole-file ones first
+    return checker.report
+
+
+def kind_of(store: Store, path: Path) -> str | None:
+    """Which kind of file `path` is, from where it sits in the tree (None: not one of ours)."""
+    try:
+        parts = path.relative_to(store.base).parts
+    except ValueError:
+        return None
+    folder, name, suffix = (parts[1] if len(parts) > 1 else ""), parts[-1], path.suffix
+    if len(parts) == 2 and name in ("challenge.yml", "teams.yml"):
+        return name.removesuffix(".yml")
+    if folder == "submissions" and suffix in (".yml", ".yaml"):
+        return "submission"
+    if folder == "results" and suffix == ".json":
+        return "result"
+    flat = {"phases": "phase", "approvals": "approvals", "registrations": "registration"}
+    return flat.get(folder) if len(parts) == 3 and suffix == ".yml" else None
+
+
+class _Checker:
+    """One run's state: the report, and the phases found without an evaluation container."""
+
+    def __init__(self, store: Store):
+        self.store, self.report = store, Report()
+        self.unevaluated: dict[str, list[str]] = {}
+        self.handlers: dict[str, Callable[[Path], object]] = {
+            "challenge": self.challenge, "phase": self.phase, "submission": self.submission,
+            "result": load_result, "approvals": self.approvals, "teams": load_teams,
+            "registration": self.registration}
+
+    def file(self, kind: str, path: Path) -> None:
+        try:
+            self.handlers[kind](path)
+        except ModelError as exc:
+            self.report.problems.extend(each_problem(exc))
+        except UnicodeDecodeError:
+            self.report.problems.append(ModelError(path, None, None, "is not UTF-8 text"))
+        except OSError as exc:
+            self.report.problems.append(ModelError(path, None, None, f"cannot read: {exc.strerror}"))
+
+    def problem(self, path: Path, key: Key | None, message: str) -> None:
+        error = load_yaml(path).error(key, message) if key is not None else ModelError(path, None, None, message)
+        self.report.problems.append(error)
+
+    def challenge(self, path: Path) -> None:
+        challenge = load_challenge(path)
+        phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
+        for i, board in enumerate(challenge.combined_leaderboards):
+            for j, (phase, _) in enumerate(board.phases):
+                if phase not in phases:
+                    self.problem(path, ("combined_leaderboards", i, "phases", j, "phase"),
+                                 f"no phase {phase!r} in this challenge")
+
+    def phase(self, path: Path) -> None:
+        slug = path.parent.parent.name
+        phase = load_phase(path, slug)
+        if phase.parent and not (path.parent / f"{phase.parent}.yml").is_file():
+            self.problem(path, ("parent",), f"no phase {phase.parent!r} in this challenge")
+        cycle = self._cycle(slug, phase)
+        if cycle and min(cycle) == phase.slug:  # one problem per cycle, at its first phase by name
+            self.problem(path, ("parent",), f"parents go round in a cycle: {' -> '.join([*cycle, cycle[0]])}; "
+                                            "no one could submit to these phases")
+        if not phase.evaluation_image and not (self.store.base / slug / "evaluation" / "Dockerfile").is_file():
+            self.unevaluated.setdefault(slug, []).append(phase.slug)
+        self.report.warnings.extend(score_path_warnings(path, phase, self._results(slug, phase.slug)))
+
+    def _cycle(self, slug: str, phase: Phase) -> list[str]:
+        """The phases from `phase` back to itself by parents, if they go round (readable ones only)."""
+        seen = [phase.slug]
+        parent = phase.parent
+        while parent and parent not in seen:
+            seen.append(parent)
+            try:
+                parent = self.store.phase(slug, parent).parent
+            except ModelError:
+                return []
+        return seen if parent == phase.slug and len(seen) > 1 else []
+
+    def _results(self, slug: str, phase: str) -> list[Result]:
+        """The phase's committed results that can be read (the others are reported as files)."""
+        found = []
+        for path in sorted((self.store.base / slug / "results" / phase).glob("*/*.json")):
+            try:
+                found.append(load_result(path))
+            except (ModelError, OSError, UnicodeDecodeError):
+                continue
+        return found
+
+    def submission(self, path: Path) -> None:
+        parts = path.relative_to(self.store.base).parts
+        if len(parts) != 5:
+            return self.problem(path, None, "a submission must sit at challenges/<challenge>/submissions/<phase>/"
+                                            "<participant>/<id>.yml")
+        slug, _, phase, participant, _ = parts
+        phases = sorted(p.stem for p in (self.store.base / slug / "phases").glob("*.yml"))
+        if phase not in phases:
+            return self.problem(path, None, f"challenge {slug!r} has no phase {phase!r} "
+                                            f"(phases: {', '.join(phases) or 'none'})")
+        if not NAME.fullmatch(participant):
+            self.problem(path, None, f"the folder {participant!r} is not a participant name: use a GitHub login "
+                                     "or a team of teams.yml")
+        submission = load_submission(path, challenge=slug, phase=phase, participant=participant,
+                                     kind=self._kind(slug, phase))
+        if submission.predictions_path is not None and submission.predictions_sha256 is not None:
+            self._predictions(path, submission.predictions_path, submission.predictions_sha256)
+
+    def _kind(self, slug: str, phase: str) -> str | None:
+        """What the phase takes; None when its file is broken (reported at that file, not here)."""
+        try:
+            return self.store.phase(slug, phase).submission_kind
+        except ModelError:
+            return None
+
+    def _predictions(self, path: Path, file: Path, pinned: str) -> None:
+        found = file.resolve()
+        if not found.is_relative_to(self.store.root):
+            return self.problem(path, ("predictions", "file"), "must name a file inside the repository")
+        if not found.is_file():
+            return self.problem(path, ("predictions", "file"), f"{file.name!r} was not found next to the submission")
+        digest = hashlib.sha256(found.read_bytes()).hexdigest()
+        if digest != pinned:
+            self.problem(path, ("predictions", "sha256"), f"{file.name} has sha256 {digest}, not the pinned one; "
+                                                          "pin the file you committed (sha256sum FILE)")
+
+    def approvals(self, path: Path) -> None:
+        if not (path.parent.parent / "phases" / path.name).is_file():
+            self.problem(path, None, f"no phase {path.stem!r} in this challenge")
+        load_approvals(path)
+
+    def registration(self, path: Path) -> None:
+        if not LOGIN.fullmatch(path.stem):
+            self.problem(path, None, f"file name {path.stem!r} is not a GitHub login: name it "
+                                     "registrations/<your login>.yml")
+        load_registration(path)
+
+    def evaluations(self) -> None:
+        """One problem per challenge whose phases have no evaluation container to run."""
+        for slug, phases in sorted(self.unevaluated.items()):
+            names = ", ".join(sorted(phases))
+            self.report.problems.append(ModelError(
+                self.store.base / slug / "evaluation" / "Dockerfile", None, None,
+                f"is missing, and phase{'s' if len(phases) > 1 else ''} {names} set{'' if len(phases) > 1 else 's'} "
+                "no evaluation_image: add the evaluation container's Dockerfile, or set evaluation_image"))
+
+
+def score_path_warnings(path: Path, phase: Phase, results: list[Result]) -> list[ModelError]:
+    """A warning for each score path that matches nothing in any succeeded result of the phase
+    (results read the way the leaderboard reads them, runner measurements under `runner`)."""
+    documents = [scored_document(r) for r in results if r.status == "succeeded"]
+    if not documents:
+        return []
+    doc, warnings = load_yaml(path), []
+    for key, score_path, per_case in score_paths(phase):
+        if not any(_matches(document, score_path, per_case) for document in documents):
+            hint = _closest(score_path, documents)
+            warnings.append(doc.error(key, f"{score_path!r} matches no {'values' if per_case else 'number'} in the "
+                                           f"{len(documents)} succeeded result{'s' if len(documents) > 1 else ''} "
+                                           f"of this phase{hint}"))
+    return warnings
+
+
+def score_paths(phase: Phase) -> Iterator[tuple[Key, str, bool]]:
+    """(where in the phase file, path, per case?) of every path the leaderboard reads."""
+    yield ("score_jsonpath",), phase.score.path, False
+    if phase.score.error_path:
+        yield ("score_error_jsonpath",), phase.score.error_path, False
+    for i, column in enumerate(phase.extra_results_columns):
+        yield ("extra_results_columns", i, "path"), column.path, False
+        if column.error_path:
+            yield ("extra_results_columns", i, "error_path"), column.error_path, False
+    if phase.score_case_jsonpath:
+        yield ("score_case_jsonpath",), phase.score_case_jsonpath, True
+
+
+def _matches(document: dict[str, Any], path: str, per_case: bool) -> bool:
+    return bool(lookup_all(document, path)) if per_case else lookup(document, path) is not None
+
+
+def _closest(path: str, documents: list[dict[str, Any]]) -> str:
+    """"; did you mean 'x'?" with the closest number path found in the results, or nothing (and
+    nothing for a path with wildcards or filters: a single number's path is no fix for it)."""
+    if not PLAIN.fullmatch(path):
+        return ""
+    found: set[str] = set()
+    for document in documents:
+        found.update(_leaves(document, ""))
+        if len(found) > MAX_SUGGESTED_PATHS:
+            break
+    close = difflib.get_close_matches(path, sorted(found), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _leaves(value: Any, prefix: str) -> Iterator[str]:
+    """The dotted paths of the numbers in a document."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield prefix

@@ -1,0 +1,176 @@
+"""`challenge check` validates everything an organizer or a pull request can add, each problem once,
+all of them in one run, and warns about score paths that match nothing in the committed results."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+from runner.cli import main
+from runner.tree.check import check
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, add_result, phase_file, write_submission
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def run_check(repo: Path, capsys, *args: str) -> tuple[int, list[str], str]:
+    code = main(["--root", str(repo), "check", *args])
+    printed = capsys.readouterr()
+    return code, printed.out.splitlines(), printed.err
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
+
+
+def test_the_example_tree_is_valid_without_warnings(repo, capsys):
+    report = check(Store(repo))
+    assert (report.problems, report.warnings) == ([], [])
+    assert run_check(repo, capsys) == (0, [f"ok: {repo / 'challenges'} is valid"], "")
+
+
+def test_a_mistake_is_printed_once_and_counted_once(repo, capsys):
+    challenge = repo / "challenges" / CHALLENGE / "challenge.yml"
+    challenge.write_text(challenge.read_text().replace("headline: Segment", "headline: " + "x" * 90 + " Segment"))
+    write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)  # reads the phase, not the challenge
+    code, lines, err = run_check(repo, capsys)
+    assert (code, err.strip()) == (1, "1 problem found")
+    assert lines == [f"{challenge}:{line_of(challenge, 'headline:')}: headline: is 139 characters long; at most 80 "
+                     "allowed"]
+
+
+def test_a_broken_phase_is_reported_at_the_phase_only(repo, capsys):
+    phase = phase_file(repo)
+    phase.write_text(phase.read_text().replace("submission_kind: algorithm", "submission_kind: algorithms"))
+    write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
+    code, lines, err = run_check(repo, capsys)
+    assert (code, lines, err.strip()) == (
+        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions"], "1 problem found")
+
+
+def test_every_file_and_every_problem_in_one_run(repo, capsys):
+    base = repo / "challenges" / CHALLENGE
+    sub = write_submission(repo, "carol", "v1", "ghcr.io/carol/algo:latest")
+    sub.write_text(sub.read_text() + "titel: Mine\n")
+    teams = write(base / "teams.yml", "lab: alice\n")
+    registration = write(base / "registrations" / "alice.yml", "name: Alice\n")
+    approvals = write(base / "approvals" / "nope.yml", "- alice\n")
+    code, lines, err = run_check(repo, capsys)
+    assert lines == [
+        f"{approvals}: no phase 'nope' in this challenge",
+        f"{approvals}:1: [0]: 'alice' is not participant/id, e.g. alice/v1",
+        f"{registration}:1: accept_rules: is required",
+        f"{sub}:2: image: must be pinned by digest: registry/name@sha256:<64 hex digits> (a tag alone can change)",
+        f"{sub}:3: titel: unknown field; did you mean 'title'?",
+        f"{teams}:1: lab: expected a list, got text ('alice')",
+    ]
+    assert code == 1 and err.strip() == "6 problems found"
+
+
+def test_a_registration_must_accept_the_rules(repo, capsys):
+    path = write(repo / "challenges" / CHALLENGE / "registrations" / "alice.yml", "name: Alice\naccept_rules: no\n")
+    assert run_check(repo, capsys, str(path)) == (
+        1, [f"{path}:2: accept_rules: must be true: registering means accepting the challenge's rules"],
+        "1 problem found\n")
+
+
+def predictions_phase(repo: Path) -> Path:
+    return write(phase_file(repo).with_name("predictions.yml"), """\
+        title: Predictions
+        submission_kind: predictions
+        score_jsonpath: aggregates.dice.mean
+        """)
+
+
+def test_a_predictions_file_is_checked_against_its_pinned_hash(repo, capsys):
+    predictions_phase(repo)
+    folder = repo / "challenges" / CHALLENGE / "submissions" / "predictions" / "alice"
+    archive = folder / "masks.zip"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"not really a zip")
+    right = hashlib.sha256(archive.read_bytes()).hexdigest()
+    sub = write(folder / "v1.yml", f"phase: predictions\npredictions:\n  file: masks.zip\n  sha256: {right}\n")
+    assert run_check(repo, capsys)[0] == 0
+    sub.write_text(sub.read_text().replace(right, "f" * 64))
+    assert run_check(repo, capsys) == (1, [
+        f"{sub}:4: predictions.sha256: masks.zip has sha256 {right}, not the pinned one; pin the file you committed "
+        "(sha256sum FILE)"], "1 problem found\n")
+    sub.write_text(sub.read_text().replace("masks.zip", "gone.zip"))
+    assert run_check(repo, capsys)[1] == [f"{sub}:3: predictions.file: 'gone.zip' was not found next to the submission"]
+
+
+def test_a_submission_must_fit_its_phase(repo, capsys):
+    predictions_phase(repo)
+    sub = write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="predictions")
+    nowhere = write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="validation")
+    code, lines, _ = run_check(repo, capsys)
+    assert code == 1
+    assert lines == [f"{sub}:2: image: phase 'predictions' takes a predictions file, not an image",
+                     f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' (phases: final-test, predictions)"]
+
+
+def test_every_phase_needs_an_evaluation_container(repo, capsys):
+    predictions_phase(repo)
+    dockerfile = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
+    dockerfile.unlink()
+    assert run_check(repo, capsys) == (1, [
+        f"{dockerfile}: is missing, and phases final-test, predictions set no evaluation_image: add the evaluation "
+        "container's Dockerfile, or set evaluation_image"], "1 problem found\n")
+    phase = phase_file(repo)
+    phase.write_text(phase.read_text() + f"evaluation_image: ghcr.io/org/eval@{DIGEST}\n")
+    assert run_check(repo, capsys)[1][0].startswith(f"{dockerfile}: is missing, and phase predictions sets no ")
+
+
+def test_a_parent_and_combined_phases_must_exist(repo, capsys):
+    phase = phase_file(repo)
+    phase.write_text(phase.read_text() + "parent: qualifying\n")
+    assert run_check(repo, capsys)[1] == [f"{phase}:{line_of(phase, 'parent:')}: parent: no phase 'qualifying' in "
+                                          "this challenge"]
+
+
+def test_parents_in_a_cycle_are_one_problem(repo, capsys):
+    final = phase_file(repo)
+    final.write_text(final.read_text() + "parent: qualifying\n")
+    qualifying = write(final.with_name("qualifying.yml"), """\
+        title: Qualifying
+        submission_kind: algorithm
+        score_jsonpath: aggregates.dice.mean
+        parent: final-test
+        """)
+    assert run_check(repo, capsys)[1] == [
+        f"{final}:{line_of(final, 'parent:')}: parent: parents go round in a cycle: final-test -> qualifying -> "
+        "final-test; no one could submit to these phases"]
+    assert qualifying.is_file()
+
+
+def test_score_paths_are_tried_on_the_committed_results(repo, capsys):
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    add_result(repo, "bob", "v1", None, status="failed", error="Algorithm failed: boom")
+    phase = phase_file(repo)
+    text = phase.read_text().replace("score_jsonpath: aggregates.dice.mean", "score_jsonpath: aggregates.dice.meen")
+    text = text.replace("path: aggregates.dice.min", "path: runner.wall_time_s")  # the runner's measurements count
+    phase.write_text(text.replace("score_case_jsonpath: case.*.dice", "score_case_jsonpath: cases.*.dice"))
+    code, lines, err = run_check(repo, capsys)
+    assert (code, err) == (0, "")
+    assert lines == [
+        f"warning: {phase}:{line_of(phase, 'meen')}: score_jsonpath: 'aggregates.dice.meen' matches no number in "
+        "the 1 succeeded result of this phase; did you mean 'aggregates.dice.mean'?",
+        f"warning: {phase}:{line_of(phase, 'cases.*')}: score_case_jsonpath: 'cases.*.dice' matches no values in "
+        "the 1 succeeded result of this phase",
+        f"ok: {repo / 'challenges'} is valid (2 warnings)",
+    ]
+
+
+def test_one_file_that_is_not_ours(repo, capsys):
+    page = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
+    assert run_check(repo, capsys, str(page)) == (
+        1, [f"{page}: is not a challenge, phase, submission, result, approvals, teams or registration file"],
+        "1 problem found\n")
