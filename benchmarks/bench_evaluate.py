@@ -18,10 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import docker
-
-from runner.execution.baseimage import ensure_base
-from runner.execution.images import build
+from runner.execution.docker_engine import DockerEngine
+from runner.execution.sandbox import Executor
 
 CASES = 20
 QUEUE = 10
@@ -31,7 +29,7 @@ NOOP_EVALUATION = 'open("/output/metrics.json", "w").write(\'{"aggregates": {"sc
 DOCKERFILE = 'ARG BASE\nFROM ${BASE}\nCOPY main.py /main.py\nENTRYPOINT ["python3", "/main.py"]\n'
 
 
-def write_tree(root: Path, base: str, client) -> str:
+def write_tree(root: Path, base: str, engine: Executor) -> str:
     """A one-challenge repository with a batch and a per-case phase; returns the algorithm image ID."""
     challenge = root / "challenges" / CHALLENGE
     (challenge / "phases").mkdir(parents=True)
@@ -46,7 +44,7 @@ def write_tree(root: Path, base: str, client) -> str:
     algo.mkdir()
     (algo / "Dockerfile").write_text(DOCKERFILE)
     (algo / "main.py").write_text(NOOP_ALGORITHM)
-    return build(client, algo, name="challenge-bench/noop-algorithm", base=base)
+    return engine.build(algo, name="challenge-bench/noop-algorithm", base=base)
 
 
 def write_data(data_root: Path) -> None:
@@ -87,15 +85,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    client = docker.from_env()
-    base = ensure_base(client)
+    engine = DockerEngine()
+    base = engine.ensure_base()
     with tempfile.TemporaryDirectory() as tmp:
         root, data_root, out = Path(tmp) / "repo", Path(tmp) / "data", Path(tmp) / "out"
         out.mkdir(mode=0o777)
         out.chmod(0o777)
-        image = write_tree(root, base, client)
+        image = write_tree(root, base, engine)
         write_data(data_root)
-        evaluation = build(client, root / "challenges" / CHALLENGE / "evaluation", name=f"challenge-eval/{CHALLENGE}", base=base)
+        evaluation = engine.build(root / "challenges" / CHALLENGE / "evaluation", name=f"challenge-eval/{CHALLENGE}",
+                                  base=base)
         ours(root, data_root, base)  # warm: images built, caches of the engine filled
         figures = {}
         for mode, runs in (("batch", 1), ("per-case", CASES)):

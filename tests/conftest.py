@@ -15,9 +15,7 @@ import docker
 import pytest
 
 from runner.evaluation.examples import prepare_workspace
-from runner.execution.baseimage import ensure_base
-from runner.execution.images import context_hash
-from runner.execution.sandbox import DockerSandbox
+from runner.execution.docker_engine import DockerEngine
 from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
 from tests.helpers import CHALLENGE, IMAGES, REPO
 
@@ -35,31 +33,27 @@ def docker_client() -> docker.DockerClient:
 
 
 @pytest.fixture(scope="session")
-def sandbox(docker_client, base_image):
-    with DockerSandbox(docker_client, keeper_image=base_image) as box:
-        yield box
+def engine(docker_client, base_image):
+    """The Docker executor the runner uses, on the real engine, with the base image as keeper."""
+    with DockerEngine(docker_client, keeper_image=base_image) as docker_engine:
+        yield docker_engine
 
 
 @pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
     """python:3.11-slim where it can be pulled, else the offline Debian base (built once per machine)."""
-    return ensure_base(docker_client)
+    return DockerEngine(docker_client).ensure_base()
 
 
 @pytest.fixture(scope="session")
-def behave(docker_client, base_image):
-    """behave(mode) -> image ID of a container that misbehaves that way; each built once."""
+def behave(engine, base_image):
+    """behave(mode) -> image ID of a container that misbehaves that way; each built once per machine."""
     built: dict[str, str] = {}
 
     def image(mode: str) -> str:
         if mode not in built:
-            tag = f"challenge-test/behave-{mode}:{context_hash(IMAGES / 'behave', base_image)}"
-            try:
-                built[mode] = docker_client.images.get(tag).id
-            except docker.errors.ImageNotFound:
-                built[mode] = docker_client.images.build(
-                    path=str(IMAGES / "behave"), tag=tag, rm=True,
-                    buildargs={"BASE": base_image, "MODE": mode})[0].id
+            built[mode] = engine.build(IMAGES / "behave", name=f"challenge-test/behave-{mode}", base=base_image,
+                                       args={"MODE": mode})
         return built[mode]
 
     return image

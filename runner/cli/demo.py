@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from runner.evaluation import examples
@@ -12,7 +13,7 @@ from runner.site.build import build_site
 from runner.tree.store import Store
 
 from .common import err, out
-from .evaluate import runner_sandbox, with_progress
+from .evaluate import runner_executor, with_progress
 from .leaderboard import cmd_leaderboard
 from .site import generate_pages
 
@@ -31,17 +32,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     store = Store(workspace)
     err.print(f"demo workspace: {workspace}")
-    sandbox, base = runner_sandbox(args.base_image)
+    executor, base = runner_executor(args.base_image)
     err.print(f"base image: {base}")
     data_root = workspace / "data-root"
     for slug in examples.make_hidden_data(store, data_root):
         err.print(f"hidden data written for {slug} under {data_root}")
-    for example in examples.examples(store):
-        err.print(f"building example {example.challenge}/{example.folder.name}")
-        examples.submit(example, store, sandbox, base)
-    config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
-    with sandbox:
-        reports = with_progress(store.pending(), store=store, sandbox=sandbox, config=config, base=base)
+    with contextlib.closing(executor):
+        for example in examples.examples(store):
+            err.print(f"building example {example.challenge}/{example.folder.name}")
+            examples.submit(example, store, executor=executor, base=base)
+        config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
+        reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")
     for slug in store.slugs():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -17,9 +18,9 @@ from rich.progress import (
 
 from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
 from runner.evaluation.queue import JobReport, run_jobs
-from runner.execution.baseimage import ensure_base
+from runner.execution.docker_engine import DockerEngine
 from runner.execution.measure import nvml_reader
-from runner.execution.sandbox import DockerSandbox
+from runner.execution.sandbox import Executor
 from runner.tree.model import Submission
 from runner.tree.store import Store
 
@@ -64,18 +65,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                           runtime=args.runtime, gpu_ids=gpus,
                           cache_dir=(args.cache_dir or store.root / "build" / "cache").resolve(),
                           log_dir=(args.log_dir or store.root / "build" / "logs").resolve())
-    sandbox, base = runner_sandbox(args.base_image, gpus=bool(gpus))
-    with sandbox:
-        reports = with_progress(queue, store=store, sandbox=sandbox, config=config, base=base, rerun=args.rerun)
+    executor, base = runner_executor(args.base_image, gpus=bool(gpus))
+    with contextlib.closing(executor):
+        reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=args.rerun)
     return 1 if any(r.status == "error" for r in reports) else 0
 
 
-def runner_sandbox(base_image: str | None, *, gpus: bool = False) -> tuple[DockerSandbox, str]:
-    """The sandbox with its keeper image (the Python base, also used to build evaluation images)."""
-    sandbox = DockerSandbox(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
-    base = ensure_base(sandbox.client, base_image, log=err.print)
-    sandbox.keeper_image = base
-    return sandbox, base
+def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Executor, str]:
+    """This runner's executor (Docker) and its Python base image (also used to build evaluation
+    images). Choosing another executor (Kubernetes Jobs) is a change here alone."""
+    executor = DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
+    return executor, executor.ensure_base(base_image, log=err.print)
 
 
 def shard(text: str) -> tuple[int, int]:
@@ -110,4 +110,7 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
             how = "reused" if measured.get("reused") else f"{measured['wall_time_s']:.2f} s"
             progress.update(task, description=f"evaluating: case {index + 1}/{total} {case} ({how})")
 
-        return run_jobs(queue, on_done=done, on_case=case_done, **kwargs)
+        def retrying(line: str) -> None:
+            progress.console.print(f"[yellow]retry[/] {line}", markup=True, highlight=False)
+
+        return run_jobs(queue, on_done=done, on_case=case_done, log=retrying, **kwargs)

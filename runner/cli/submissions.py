@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
 import json
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from runner.pullrequests import gitops
-from runner.pullrequests.github import ENV_TOKEN, GitHub, GitHubError
+from runner.pullrequests.github import ENV_TOKEN, GitHub
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
 from runner.tree.store import Store
@@ -36,7 +34,7 @@ def register(sub) -> None:
     c.add_argument("--pr", type=int, help="the pull request's number, recorded in the verdict file")
     c.add_argument("--output", type=Path, help=f"write the verdict as JSON here (the workflow's {VERDICT_FILE})")
     _local_images(c)
-    c.set_defaults(func=_reported(cmd_check_submission))
+    c.set_defaults(func=(cmd_check_submission))
     _register_pr(sub)
     _register_runner(sub)
     _register_dry_run(sub)
@@ -54,11 +52,11 @@ def _register_pr(sub) -> None:
     r.add_argument("--merge", action="store_true", help="merge the pull request when it is valid")
     _api(r)
     _local_images(r)
-    r.set_defaults(func=_reported(cmd_review))
+    r.set_defaults(func=(cmd_review))
     n = pr.add_parser("notify", help="comment each result a commit added on its submission's pull request")
     n.add_argument("--commit", default="HEAD")
     _api(n)
-    n.set_defaults(func=_reported(cmd_notify))
+    n.set_defaults(func=(cmd_notify))
 
 
 def _register_runner(sub) -> None:
@@ -73,7 +71,7 @@ def _register_runner(sub) -> None:
     cr.add_argument("--remote", default="origin")
     cr.add_argument("--branch", help="the branch to push to (default: the checked-out branch)")
     cr.add_argument("--attempts", type=int, default=5)
-    cr.set_defaults(func=_reported(cmd_commit_results))
+    cr.set_defaults(func=(cmd_commit_results))
 
 
 def _register_dry_run(sub) -> None:
@@ -87,7 +85,7 @@ def _register_dry_run(sub) -> None:
     d.add_argument("--base-image", help="Python base for building evaluation images")
     d.add_argument("--shards", type=int, default=2)
     d.add_argument("--workspace", type=Path, help="where to clone (default: ROOT/build/dry-run)")
-    d.set_defaults(func=_reported(cmd_dry_run))
+    d.set_defaults(func=(cmd_dry_run))
 
 
 def _api(p: argparse.ArgumentParser) -> None:
@@ -97,17 +95,6 @@ def _api(p: argparse.ArgumentParser) -> None:
 
 def _local_images(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-local-images", action="store_true", help="accept local image IDs (dry runs only)")
-
-
-def _reported(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """GitHub's and git's failures end the command as one line, like every other error."""
-    @functools.wraps(command)
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return command(args)
-        except (GitHubError, gitops.GitError) as exc:
-            raise UsageError(str(exc)) from exc
-    return run
 
 
 def _now() -> dt.datetime:

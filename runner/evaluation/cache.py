@@ -14,25 +14,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
-def tree_hash(folder: Path) -> str:
-    """A hash of every file's relative path and content under `folder`."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
-        digest.update(b"\0")
-    return digest.hexdigest()
+from runner.execution.images import tree_hash
 
 
 class OutputCache:
+    """Stored outputs and their run records under `root`, one entry per (image ID, input content)."""
+
     def __init__(self, root: Path):
         self.root = root
 
     @staticmethod
     def key(image_id: str, inputs: Path) -> str:
+        """Equal for the same image on the same input bytes, whatever the folder is called."""
         return hashlib.sha256(f"{image_id}\0{tree_hash(inputs)}".encode()).hexdigest()
 
     def get(self, key: str, dest: Path) -> dict[str, Any] | None:
@@ -43,7 +36,7 @@ class OutputCache:
         shutil.copytree(entry / "outputs", dest, dirs_exist_ok=True)
         return json.loads((entry / "record.json").read_text())
 
-    def put(self, key: str, outputs: Path, record: dict[str, Any]) -> None:
+    def put(self, key: str, outputs: Path, *, record: dict[str, Any]) -> None:
         """Store atomically: a half-written entry is never visible under its key."""
         entry = self.root / key[:2] / key
         if entry.exists():

@@ -1,4 +1,4 @@
-"""The demo: example challenges evaluated for real in Docker, then the site built.
+"""The demo: example challenges evaluated for real by an executor (Docker), then the site built.
 
 It works in a workspace copy of the repository's challenges (git-ignored `.demo/` by default),
 because example submissions name local image IDs that exist only on this machine. Re-running it
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import yaml
 
-from runner.execution import images
-from runner.execution.sandbox import DockerSandbox
+from runner.execution.sandbox import Executor
 from runner.tree.fields import Fields
 from runner.tree.located import load_yaml
 from runner.tree.model import NAME, SLUG
-from runner.tree.store import CHALLENGES, Store
+from runner.tree.paths import CHALLENGES
+from runner.tree.store import Store
 
 COPIED = (CHALLENGES, "site", "mkdocs.yml")
 
@@ -59,10 +59,11 @@ def examples(store: Store) -> list[Example]:
     return found
 
 
-def submit(example: Example, store: Store, sandbox: DockerSandbox, base: str | None) -> Path:
+def submit(example: Example, store: Store, *, executor: Executor, base: str | None) -> Path:
     """Build the example's image and write its submission file, pinned by local image ID."""
-    image_id = images.build(sandbox.client, example.folder, name=f"challenge-example/{example.challenge}-{example.folder.name}", base=base)
-    path = store.base / example.challenge / "submissions" / example.phase / example.participant / f"{example.id}.yml"
+    name = f"challenge-example/{example.challenge}-{example.folder.name}"
+    image_id = executor.build(example.folder, name=name, base=base)
+    path = store.paths.submission_file(example.challenge, example.phase, example.participant, example.id)
     text = yaml.safe_dump({"phase": example.phase, "image": image_id, "title": example.title}, sort_keys=False)
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,32 +18,19 @@ import stat
 import statistics
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from runner import __version__
+from runner.errors import ChallengeError
 from runner.evaluation.cache import OutputCache
 from runner.execution.outputs import UnsafeOutput, extract_zip
-from runner.execution.sandbox import (
-    LABEL,
-    Backend,
-    Mount,
-    OutputArea,
-    RunSpec,
-    SandboxError,
-)
+from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import (
-    PINNED,
-    Limits,
-    Phase,
-    Result,
-    RunRecord,
-    Submission,
-    check_image_ref,
-)
+from runner.tree.model import Limits, Phase, Result, RunRecord, Submission
+from runner.tree.references import image_refusal
 from runner.tree.store import Store
 
 METRICS_MAX_BYTES = 16 * 1024**2
@@ -51,16 +38,13 @@ PARTICIPANT_LOG_BYTES = 64 * 1024
 GROUND_TRUTH = "/opt/ml/input/data/ground_truth"
 ENV_DATA_ROOT = "CHALLENGE_DATA_ROOT"
 
+N = TypeVar("N", int, float)
 CaseCallback = Callable[[str, int, int, dict], None]  # (case, index, total, record)
 
 
-class RunnerError(RuntimeError):
+class RunnerError(ChallengeError):
     """The runner cannot evaluate right now; the submission stays pending.
     `transient` marks failures worth retrying with backoff (engine hiccups, pulls)."""
-
-    def __init__(self, message: str, *, transient: bool = False):
-        super().__init__(message)
-        self.transient = transient
 
 
 class SubmissionFailure(Exception):
@@ -101,15 +85,16 @@ class RunnerConfig:
         return inputs, truth
 
 
-def evaluate(submission: Submission, *, store: Store, backend: Backend, config: RunnerConfig,
+def evaluate(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
              evaluation_image: str, on_case: CaseCallback | None = None) -> Result:
-    """Run one submission and return its result (not yet written)."""
+    """Run one submission and return its result (not yet written); RunnerError if the runner,
+    not the submission, failed."""
     phase = store.phase(submission.challenge, submission.phase)
     inputs, truth = config.phase_data(phase)
     created, started = store.submitted_at(submission), _now()
     # Containers write as another user; what the host cannot delete is left to the OS's temp cleaner.
     with tempfile.TemporaryDirectory(prefix="challenge-eval-", dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
-        job = _Job(submission, phase, backend, config, Path(tmp), on_case or (lambda *a: None))
+        job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
         job.run(store, inputs, truth, evaluation_image)
     return Result(
         challenge=submission.challenge, phase=submission.phase, participant=submission.participant,
@@ -125,12 +110,11 @@ def evaluate(submission: Submission, *, store: Store, backend: Backend, config: 
 class _Job:
     """The state of one evaluation while it runs."""
 
-    def __init__(self, submission: Submission, phase: Phase, backend: Backend, config: RunnerConfig,
+    def __init__(self, submission: Submission, phase: Phase, executor: Executor, config: RunnerConfig,
                  tmp: Path, on_case: CaseCallback):
-        self.submission, self.phase, self.backend, self.config = submission, phase, backend, config
+        self.submission, self.phase, self.executor, self.config = submission, phase, executor, config
         self.tmp, self.on_case = tmp, on_case
         self.predictions = _writable(tmp / "predictions")
-        self.labels = {LABEL: submission.key}
         self.cache = OutputCache(config.cache_dir) if config.cache_dir else None
         self.runs: dict[str, RunRecord] = {}
         self.logs: dict[str, str] = {}
@@ -142,8 +126,8 @@ class _Job:
             if self.submission.image:
                 self.runs["algorithm"] = self._algorithm(inputs)
             else:
-                unpack_predictions(_predictions_file(self.submission, store),
-                                   self.submission.predictions_sha256 or "", self.predictions)
+                unpack_predictions(_predictions_file(self.submission, store), self.predictions,
+                                   sha256=self.submission.predictions_sha256 or "")
             self.runs["evaluation"] = self._evaluation(evaluation_image, truth)
         except ContainerFailed as failure:
             if failure.record is not None:
@@ -156,9 +140,7 @@ class _Job:
 
     def _algorithm(self, inputs: Path) -> RunRecord:
         ref = self.submission.image or ""
-        if why := check_image_ref(ref, allow_local=self.config.allow_local_images):
-            raise SubmissionFailure(f"Algorithm image {ref}: {why}")
-        if why := registry_refusal(ref, self.phase.allowed_registries):
+        if why := image_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
         image_id = self._image_id(ref, "Algorithm image could not be used")
         per_case = self.phase.inference_mode == "per-case"
@@ -173,7 +155,8 @@ class _Job:
                 try:
                     measured[case or ""] = self._algorithm_case(area, image_id, case_input, case)
                 except ContainerFailed as failure:
-                    measured[case or ""] = failure.measured
+                    if failure.measured is not None:
+                        measured[case or ""] = failure.measured
                     failure.record = _fold(ref, image_id, measured, per_case=per_case)
                     raise
                 if case is not None:
@@ -201,10 +184,11 @@ class _Job:
             raise ContainerFailed(f"Algorithm failed{where}: {_reason(outcome, spec, limits)}", "algorithm",
                                   measured=measured)
         produced = _writable(self.tmp / "produced" / (case or "batch"))
-        self._collect(area, produced, "Algorithm")
+        with _ran("algorithm", measured=measured):
+            self._collect(area, produced, "Algorithm")
         shutil.copytree(produced, self.predictions, dirs_exist_ok=True)
         if self.cache:
-            self.cache.put(key, produced, measured)
+            self.cache.put(key, produced, record=measured)
         return measured
 
     def _case_input(self, inputs: Path, case: str) -> Path:
@@ -232,19 +216,24 @@ class _Job:
                                oom_killed=outcome.oom_killed, peak_memory_bytes=outcome.peak_memory_bytes)
             if not outcome.ok:
                 raise ContainerFailed(f"Evaluation failed: {_reason(outcome, spec, limits)}", "evaluation", record)
-            self._collect(area, scores, "Evaluation")
-        self.metrics = read_metrics(scores)
-        if lookup(self.metrics, self.phase.score.path) is None:
-            self.metrics = None
-            raise ContainerFailed(f"Evaluation failed: metrics.json has no number at {self.phase.score.path} "
-                                  "(missing, NaN or not a number)", "evaluation", record)
+            with _ran("evaluation", record=record):
+                self._collect(area, scores, "Evaluation")
+        with _ran("evaluation", record=record):
+            self.metrics = self._scored(read_metrics(scores))
         return record
+
+    def _scored(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The metrics, if they hold a number at the phase's score path (else it cannot be ranked)."""
+        if lookup(metrics, self.phase.score.path) is None:
+            raise SubmissionFailure(f"Evaluation failed: metrics.json has no number at {self.phase.score.path} "
+                                    "(missing, NaN or not a number)")
+        return metrics
 
     # --- shared ------------------------------------------------------------------------------
 
     def _image_id(self, ref: str, what: str, *, runner: bool = False) -> str:
         try:
-            return self.backend.image_id(ref)
+            return self.executor.image_id(ref)
         except SandboxError as exc:
             if runner or exc.transient:
                 raise RunnerError(f"{what}: {exc}", transient=exc.transient) from None
@@ -253,7 +242,7 @@ class _Job:
     @contextlib.contextmanager
     def _area(self, limits: Limits):
         try:
-            with self.backend.output_area(limits.output) as area:
+            with self.executor.output_area(limits.output) as area:
                 yield area
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
@@ -264,11 +253,11 @@ class _Job:
                               f"{len(self.config.gpu_ids)} (set CHALLENGE_GPUS)")
         return RunSpec(image=image_id, mounts=mounts, time_limit=limits.time_limit, memory=limits.memory,
                        cpus=limits.cpus, runtime=self.config.runtime, gpus=self.config.gpu_ids[:gpus],
-                       labels=self.labels)
+                       job=self.submission.key)
 
-    def _contained(self, spec: RunSpec, area: OutputArea, stage: str):
+    def _contained(self, spec: RunSpec, area: OutputArea, stage: str) -> Outcome:
         try:
-            outcome = self.backend.run(spec, area)
+            outcome = self.executor.run(spec, area)
         except SandboxError as exc:
             raise RunnerError(f"{stage} container could not run: {exc}", transient=exc.transient) from None
         self._keep_logs(stage, outcome.logs)
@@ -293,20 +282,19 @@ class _Job:
             (folder / f"{stage}.log").write_text(text)
 
 
-def registry_refusal(ref: str, allowed: tuple[str, ...]) -> str | None:
-    """Why the image's registry is not allowed by the phase, or None. Local IDs have no registry."""
-    match = PINNED.fullmatch(ref)
-    if not allowed or not match:
-        return None
-    name = match.group("name")
-    first = name.split("/", 1)[0]
-    registry = first if ("." in first or ":" in first or first == "localhost") and "/" in name else "docker.io"
-    if registry in allowed:
-        return None
-    return f"registry {registry} is not allowed in this phase (allowed: {', '.join(allowed)})"
+@contextlib.contextmanager
+def _ran(stage: str, *, record: RunRecord | None = None, measured: dict[str, Any] | None = None) -> Iterator[None]:
+    """A failure found after the container ran (refused outputs, bad metrics) keeps the run's
+    record, so the result still shows that it ran, how long and with what exit code."""
+    try:
+        yield
+    except ContainerFailed:
+        raise
+    except SubmissionFailure as failure:
+        raise ContainerFailed(failure.reason, stage, record, measured) from None
 
 
-def _reason(outcome, spec: RunSpec, limits: Limits) -> str:
+def _reason(outcome: Outcome, spec: RunSpec, limits: Limits) -> str:
     line = outcome.error_line(spec.time_limit) or ""
     if "No space left on device" in line:
         line += f" (/output is limited to {limits.output // 1024**2} MiB, /tmp to {spec.tmp_size // 1024**2} MiB)"
@@ -339,11 +327,11 @@ def _aggregates(cases: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]
     return out
 
 
-def _max(values) -> float | None:
+def _max(values: Iterable[N | None]) -> N | None:
     return max((v for v in values if v is not None), default=None)
 
 
-def _sum(values) -> float | None:
+def _sum(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
 
@@ -366,7 +354,8 @@ def read_metrics(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads(text, parse_constant=lambda _: None)
     except json.JSONDecodeError as exc:
-        raise SubmissionFailure(f"Evaluation failed: metrics.json is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise SubmissionFailure(f"Evaluation failed: metrics.json is not valid JSON ({exc.msg}, "
+                                f"line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise SubmissionFailure("Evaluation failed: metrics.json must hold a JSON object")
     return _finite(data)
@@ -391,7 +380,7 @@ def _predictions_file(submission: Submission, store: Store) -> Path:
     return path
 
 
-def unpack_predictions(path: Path, sha256: str, target: Path) -> None:
+def unpack_predictions(path: Path, target: Path, *, sha256: str) -> None:
     """Verify the pinned hash, then copy the file, or unpack a zip safely."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != sha256:

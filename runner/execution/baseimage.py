@@ -1,8 +1,9 @@
-"""The Python base image that challenge images build FROM.
+"""The Python base image that challenge images build FROM: which one, and the offline fallback.
 
 Real deployments pull a public base (python:3.11-slim). Where no registry answers (CI, air-gapped
 runners) the same role is filled by a Debian root made offline with debootstrap from the machine's
-own apt mirror, imported into Docker and tagged by the hash of its recipe, so it is built once.
+own apt mirror, imported into the engine and tagged by the hash of its recipe, so it is built once.
+The choice is engine-neutral: an executor passes in how it checks, pulls and imports an image.
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-import docker
-import docker.errors
-import requests
-
-from runner.execution.sandbox import SandboxError
+from runner.execution.sandbox import Log, SandboxError
 
 DEFAULT_BASE = "python:3.11-slim"
 SUITE = "bookworm"
@@ -32,39 +30,25 @@ def local_base_tag() -> str:
     return f"challenge-base:{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
 
 
-def ensure_base(client: docker.DockerClient, preferred: str | None = None, *, log=print) -> str:
-    """A base image present on this engine: the one asked for, else the public default,
-    else the offline-built Debian base."""
+def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: Callable[[str], bool],
+                import_rootfs: Callable[[Path, str], None], log: Log = print) -> str:
+    """A base image the engine has: the one asked for, else the public default, else the
+    offline-built Debian base. `present`/`pull` say whether the engine has or could fetch a
+    reference; `import_rootfs(archive, tag)` turns a root filesystem tarball into an image."""
     wanted = preferred or os.environ.get(ENV_BASE) or DEFAULT_BASE
-    if _present(client, wanted) or _pulled(client, wanted):
+    if present(wanted) or pull(wanted):
         return wanted
     if preferred or os.environ.get(ENV_BASE):
         raise SandboxError(f"base image {wanted} is neither on this engine nor pullable")
     tag = local_base_tag()
-    if not _present(client, tag):
+    if not present(tag):
         log(f"{wanted} cannot be pulled; building the offline base {tag} with debootstrap")
-        build_offline(client, tag)
+        build_offline(tag, import_rootfs)
     return tag
 
 
-def _present(client: docker.DockerClient, ref: str) -> bool:
-    try:
-        client.images.get(ref)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
-def _pulled(client: docker.DockerClient, ref: str) -> bool:
-    try:
-        client.images.pull(ref)
-        return True
-    except (docker.errors.APIError, requests.RequestException):
-        return False
-
-
-def build_offline(client: docker.DockerClient, tag: str) -> None:
-    """debootstrap a minimal Debian with Python and numpy, then `docker import` it."""
+def build_offline(tag: str, import_rootfs: Callable[[Path, str], None]) -> None:
+    """debootstrap a minimal Debian with Python and numpy, tar it, and hand it to the engine."""
     if shutil.which("debootstrap") is None:
         raise SandboxError("no registry answers and debootstrap is not installed: "
                            "install it (apt-get install debootstrap) or set CHALLENGE_BASE_IMAGE")
@@ -80,8 +64,7 @@ def build_offline(client: docker.DockerClient, tag: str) -> None:
             raise SandboxError(f"debootstrap failed: {tail[0]}")
         archive = Path(tmp) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(root), "-cf", str(archive), "."], check=True)
-        repository, tag_name = tag.split(":")
-        client.api.import_image_from_file(str(archive), repository=repository, tag=tag_name)
+        import_rootfs(archive, tag)
 
 
 def apt_mirror() -> str:

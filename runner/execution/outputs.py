@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from runner.errors import ChallengeError
 
-class UnsafeOutput(ValueError):
-    """Outputs that were refused; the message is shown to the participant."""
+
+class UnsafeOutput(ChallengeError, ValueError):
+    """Outputs that were refused; the message is shown to the participant (never transient: the
+    same outputs are refused again)."""
 
 
 @dataclass(frozen=True)
@@ -76,13 +79,15 @@ def _write_tar(archive: tarfile.TarFile, members, target: Path) -> int:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         source = archive.extractfile(member)
+        if source is None:  # not a regular file: _checked refused those already
+            raise UnsafeOutput(f"/output/{name} is not a regular file or folder")
         with open(dest, "wb") as out:
             shutil.copyfileobj(source, out)
         written += 1
     return written
 
 
-def extract_zip(path: Path, target: Path, limits: OutputLimits = OutputLimits()) -> int:
+def extract_zip(path: Path, target: Path, *, limits: OutputLimits = OutputLimits()) -> int:
     """Unpack a predictions zip: sizes and count checked from the directory before writing,
     and bytes counted again while writing (a lying header cannot overrun the limit)."""
     with zipfile.ZipFile(path) as archive:

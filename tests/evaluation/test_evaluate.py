@@ -11,7 +11,6 @@ import pytest
 from runner.cli import main
 from runner.evaluation.job import RunnerConfig, RunnerError, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
-from runner.execution.images import build
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 
@@ -20,8 +19,8 @@ EXAMPLES = REPO / "challenges" / CHALLENGE / "examples"
 
 
 @pytest.fixture(scope="session")
-def baseline_image(docker_client, base_image) -> str:
-    return build(docker_client, EXAMPLES / "baseline", name="challenge-test/baseline", base=base_image)
+def baseline_image(engine, base_image) -> str:
+    return engine.build(EXAMPLES / "baseline", name="challenge-test/baseline", base=base_image)
 
 
 @pytest.fixture
@@ -40,16 +39,16 @@ def expected_baseline_dice(data_root: Path) -> dict[str, float]:
     return out
 
 
-def evaluate_one(repo, sandbox, config, base_image, image, participant="alice", sub_id="v1"):
+def evaluate_one(repo, engine, config, base_image, image, participant="alice", sub_id="v1"):
     store = Store(repo)
     submission = store.submission(write_submission(repo, participant, sub_id, image))
     phase = store.phase(CHALLENGE, PHASE)
-    return evaluate(submission, store=store, backend=sandbox, config=config,
-                    evaluation_image=evaluation_image(phase, store, sandbox, base_image))
+    return evaluate(submission, store=store, executor=engine, config=config,
+                    evaluation_image=evaluation_image(phase, store, executor=engine, base=base_image))
 
 
-def test_good_submission_gets_the_right_dice(repo, sandbox, config, base_image, baseline_image, data_root):
-    result = evaluate_one(repo, sandbox, config, base_image, baseline_image)
+def test_good_submission_gets_the_right_dice(repo, engine, config, base_image, baseline_image, data_root):
+    result = evaluate_one(repo, engine, config, base_image, baseline_image)
     assert result.status == "succeeded", result.error
     expected = expected_baseline_dice(data_root)
     got = {case: values["dice"] for case, values in result.metrics["case"].items()}
@@ -59,71 +58,73 @@ def test_good_submission_gets_the_right_dice(repo, sandbox, config, base_image, 
     assert result.evaluation.exit_code == 0 and result.evaluation.wall_time_s > 0
 
 
-def test_network_attempt_is_a_failed_result(repo, sandbox, config, base_image, behave):
-    result = evaluate_one(repo, sandbox, config, base_image, behave("network"))
+def test_network_attempt_is_a_failed_result(repo, engine, config, base_image, behave):
+    result = evaluate_one(repo, engine, config, base_image, behave("network"))
     assert result.status == "failed"
     assert result.error == "Algorithm failed: OSError: [Errno 101] Network is unreachable"
     assert result.evaluation is None and result.metrics is None
 
 
-def test_time_limit_is_a_failed_result(repo, sandbox, config, base_image, behave):
+def test_time_limit_is_a_failed_result(repo, engine, config, base_image, behave):
     phase = repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
     phase.write_text(phase.read_text().replace("algorithm_time_limit: 120", "algorithm_time_limit: 2"))
-    result = evaluate_one(repo, sandbox, config, base_image, behave("sleep"))
+    result = evaluate_one(repo, engine, config, base_image, behave("sleep"))
     assert result.status == "failed"
     assert result.error == "Algorithm failed: The container exceeded its time limit of 2 s and was stopped"
     assert result.algorithm.timed_out
 
 
-def test_crashing_evaluation_reports_its_last_stderr_line(repo, sandbox, config, base_image, baseline_image, behave):
+def test_crashing_evaluation_reports_its_last_stderr_line(repo, engine, config, base_image, baseline_image, behave):
     store = Store(repo)
     submission = store.submission(write_submission(repo, "alice", "v1", baseline_image))
-    result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave("crash"))
+    result = evaluate(submission, store=store, executor=engine, config=config, evaluation_image=behave("crash"))
     assert result.status == "failed"
     assert result.error == "Evaluation failed: RuntimeError: model weights not found at /opt/model.pt"
     assert result.algorithm.exit_code == 0 and result.evaluation.exit_code == 1
 
 
 @pytest.mark.parametrize("mode, reason", [
-    ("bad-metrics", "Evaluation failed: metrics.json is not valid JSON (Expecting property name enclosed in double quotes, line 1)"),
+    ("bad-metrics", "Evaluation failed: metrics.json is not valid JSON "
+                    "(Expecting property name enclosed in double quotes, line 1)"),
     ("whoami", "Evaluation failed: it wrote no /output/metrics.json"),
 ])
-def test_broken_metrics_are_failed_results(repo, sandbox, config, baseline_image, behave, mode, reason):
+def test_broken_metrics_are_failed_results(repo, engine, config, baseline_image, behave, mode, reason):
     store = Store(repo)
     submission = store.submission(write_submission(repo, "alice", "v1", baseline_image))
-    result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave(mode))
+    result = evaluate(submission, store=store, executor=engine, config=config, evaluation_image=behave(mode))
     assert (result.status, result.error) == ("failed", reason)
 
 
-def test_nan_score_fails_and_other_nans_are_stored_as_null(repo, sandbox, config, baseline_image, behave):
+def test_nan_score_fails_and_other_nans_are_stored_as_null(repo, engine, config, baseline_image, behave):
     store = Store(repo)
     submission = store.submission(write_submission(repo, "alice", "v1", baseline_image))
-    result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave("nan-metrics"))
+    result = evaluate(submission, store=store, executor=engine, config=config, evaluation_image=behave("nan-metrics"))
     assert (result.status, result.metrics) == ("failed", None)
     assert result.error == ("Evaluation failed: metrics.json has no number at aggregates.dice.mean "
                             "(missing, NaN or not a number)")
-    result = evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=behave("nan-extra"))
+    result = evaluate(submission, store=store, executor=engine, config=config, evaluation_image=behave("nan-extra"))
     assert result.status == "succeeded"
     assert result.metrics == {"aggregates": {"dice": {"mean": 0.5}, "jaccard": {"mean": None}}}
 
 
-def test_local_image_needs_the_option(repo, sandbox, data_root, base_image, baseline_image):
-    result = evaluate_one(repo, sandbox, RunnerConfig(data_root=data_root), base_image, baseline_image)
+def test_local_image_needs_the_option(repo, engine, data_root, base_image, baseline_image):
+    result = evaluate_one(repo, engine, RunnerConfig(data_root=data_root), base_image, baseline_image)
     assert result.status == "failed"
     assert "local image ID is accepted only for local runs" in result.error
 
 
-def test_missing_hidden_data_leaves_submission_pending(repo, sandbox, tmp_path, base_image, baseline_image):
+def test_missing_hidden_data_leaves_submission_pending(repo, engine, tmp_path, base_image, baseline_image):
     store = Store(repo)
     write_submission(repo, "alice", "v1", baseline_image)
-    reports = run_jobs(store.pending(), store=store, sandbox=sandbox,
+    reports = run_jobs(store.pending(), store=store, executor=engine,
                        config=RunnerConfig(data_root=tmp_path / "nowhere", allow_local_images=True), base=base_image)
     assert [r.status for r in reports] == ["error"]
     assert "hidden data missing on this runner" in reports[0].detail
     assert len(store.pending()) == 1
 
 
-def test_cli_evaluate_writes_results_once_and_reruns_on_request(repo, data_root, base_image, baseline_image, behave, capsys):
+def test_cli_evaluate_writes_results_once_and_reruns_on_request(repo, data_root, base_image, baseline_image, behave,
+                                                                capsys):
     good = write_submission(repo, "alice", "v1", baseline_image)
     write_submission(repo, "bob", "net", behave("network"))
     args = ["--root", str(repo), "evaluate", "--pending", "--data-root", str(data_root),
@@ -150,14 +151,15 @@ def test_cli_evaluate_writes_results_once_and_reruns_on_request(repo, data_root,
 def test_cli_evaluate_without_data_root_is_one_line(repo, capsys, monkeypatch):
     monkeypatch.delenv("CHALLENGE_DATA_ROOT", raising=False)
     assert main(["--root", str(repo), "evaluate", "--pending"]) == 1
-    assert capsys.readouterr().err.strip() == "error: no hidden data root: pass --data-root DIR or set CHALLENGE_DATA_ROOT"
+    assert capsys.readouterr().err.strip() == ("error: no hidden data root: pass --data-root DIR "
+                                               "or set CHALLENGE_DATA_ROOT")
 
 
-def test_runner_error_when_engine_refuses(repo, sandbox, config, baseline_image):
+def test_runner_error_when_engine_refuses(repo, engine, config, baseline_image):
     store = Store(repo)
     submission = store.submission(write_submission(repo, "alice", "v1", baseline_image))
     with pytest.raises(RunnerError, match="evaluation image"):
-        evaluate(submission, store=store, backend=sandbox, config=config,
+        evaluate(submission, store=store, executor=engine, config=config,
                  evaluation_image="challenge-test/does-not-exist:1")
 
 
@@ -172,7 +174,7 @@ def predictions_phase(repo: Path, data_root: Path, tmp_path: Path) -> Path:
     return own
 
 
-def test_predictions_zip_is_scored(repo, sandbox, base_image, data_root, tmp_path):
+def test_predictions_zip_is_scored(repo, engine, base_image, data_root, tmp_path):
     import hashlib
     import io
     import zipfile
@@ -188,13 +190,15 @@ def test_predictions_zip_is_scored(repo, sandbox, base_image, data_root, tmp_pat
     (folder / "v1.yml").write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: {digest}\n")
     (folder / "bad.yml").write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: {'ab' * 32}\n")
     store = Store(repo)
-    image = evaluation_image(store.phase(CHALLENGE, "validation"), store, sandbox, base_image)
+    image = evaluation_image(store.phase(CHALLENGE, "validation"), store, executor=engine, base=base_image)
     config = RunnerConfig(data_root=own)
-    good = evaluate(store.submission(folder / "v1.yml"), store=store, backend=sandbox, config=config, evaluation_image=image)
+    good = evaluate(store.submission(folder / "v1.yml"), store=store, executor=engine, config=config,
+                    evaluation_image=image)
     assert good.status == "succeeded", good.error
     expected = expected_baseline_dice(data_root)
     assert {c: v["dice"] for c, v in good.metrics["case"].items()} == pytest.approx(expected, abs=1e-12)
     assert good.algorithm is None
-    bad = evaluate(store.submission(folder / "bad.yml"), store=store, backend=sandbox, config=config, evaluation_image=image)
+    bad = evaluate(store.submission(folder / "bad.yml"), store=store, executor=engine, config=config,
+                   evaluation_image=image)
     assert bad.status == "failed"
     assert bad.error == f"Predictions file sha256 is {digest}, but the submission pins {'ab' * 32}"

@@ -7,8 +7,7 @@ import pytest
 
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
-from runner.execution.images import build
-from runner.execution.sandbox import LABEL
+from runner.execution.docker_engine import LABEL
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 
@@ -41,15 +40,15 @@ def hostile_repo(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def evaluator(hostile_repo, sandbox, base_image, data_root, tmp_path_factory):
+def evaluator(hostile_repo, engine, base_image, data_root, tmp_path_factory):
     store = Store(hostile_repo)
     logs = tmp_path_factory.mktemp("logs")
     config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=logs)
-    image = evaluation_image(store.phase(CHALLENGE, PHASE), store, sandbox, base_image)
+    image = evaluation_image(store.phase(CHALLENGE, PHASE), store, executor=engine, base=base_image)
 
     def run(algorithm: str, participant: str, sub_id: str = "v1", evaluation: str = image):
         submission = store.submission(write_submission(hostile_repo, participant, sub_id, algorithm))
-        return evaluate(submission, store=store, backend=sandbox, config=config, evaluation_image=evaluation)
+        return evaluate(submission, store=store, executor=engine, config=config, evaluation_image=evaluation)
 
     run.logs = logs
     return run
@@ -70,25 +69,27 @@ def test_huge_stderr_is_capped_in_the_runner_log(evaluator, behave):
 
 
 @pytest.mark.parametrize("mode, reason", [
-    ("bad-metrics", "Evaluation failed: metrics.json is not valid JSON (Expecting property name enclosed in double quotes, line 1)"),
-    ("nan-metrics", "Evaluation failed: metrics.json has no number at aggregates.dice.mean (missing, NaN or not a number)"),
+    ("bad-metrics", "Evaluation failed: metrics.json is not valid JSON "
+                    "(Expecting property name enclosed in double quotes, line 1)"),
+    ("nan-metrics", "Evaluation failed: metrics.json has no number at aggregates.dice.mean "
+                    "(missing, NaN or not a number)"),
     ("network", "Evaluation failed: OSError: [Errno 101] Network is unreachable"),
     ("symlink", "Evaluation output refused: /output/case-000.npy is a link; only regular files are accepted"),
 ])
-def test_hostile_evaluation_is_a_failed_result(evaluator, behave, docker_client, base_image, mode, reason):
-    baseline = build(docker_client, REPO / "challenges" / CHALLENGE / "examples" / "baseline",
-                     name="challenge-test/baseline", base=base_image)
+def test_hostile_evaluation_is_a_failed_result(evaluator, behave, engine, base_image, mode, reason):
+    baseline = engine.build(REPO / "challenges" / CHALLENGE / "examples" / "baseline",
+                            name="challenge-test/baseline", base=base_image)
     result = evaluator(baseline, participant=f"eval-{mode}", evaluation=behave(mode))
     assert (result.status, result.error) == ("failed", reason)
 
 
-def test_next_submission_runs_normally_and_nothing_is_left(evaluator, sandbox, docker_client, base_image, behave):
+def test_next_submission_runs_normally_and_nothing_is_left(evaluator, engine, docker_client, base_image, behave):
     for mode in ("fork-bomb", "disk-filler", "spin"):
         assert evaluator(behave(mode), participant=f"again-{mode}").status == "failed"
-    baseline = build(docker_client, REPO / "challenges" / CHALLENGE / "examples" / "baseline",
-                     name="challenge-test/baseline", base=base_image)
+    baseline = engine.build(REPO / "challenges" / CHALLENGE / "examples" / "baseline",
+                            name="challenge-test/baseline", base=base_image)
     result = evaluator(baseline, participant="normal")
     assert result.status == "succeeded", result.error
     assert result.metrics["aggregates"]["dice"]["mean"] > 0
-    sandbox.drain()
+    engine.drain()
     assert docker_client.containers.list(all=True, filters={"label": LABEL}) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execution.sandbox import LABEL, OWNER
+from runner.execution.docker_engine import LABEL, OWNER
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, write_submission
 

@@ -57,7 +57,7 @@ def test_zip_bomb_is_refused_before_writing(tmp_path):
     target = tmp_path / "out"
     target.mkdir()
     with pytest.raises(UnsafeOutput, match="unpacks to more than"):
-        extract_zip(archive, target, OutputLimits(max_bytes=10 * 1024**2))
+        extract_zip(archive, target, limits=OutputLimits(max_bytes=10 * 1024**2))
     assert list(target.iterdir()) == []
 
 
@@ -65,7 +65,7 @@ def test_zip_with_too_many_files_is_refused(tmp_path):
     archive = make_zip(tmp_path / "many.zip", {f"f{i}.csv": b"1" for i in range(20)})
     (tmp_path / "out").mkdir()
     with pytest.raises(UnsafeOutput, match="holds 20 files; at most 10"):
-        extract_zip(archive, tmp_path / "out", OutputLimits(max_files=10))
+        extract_zip(archive, tmp_path / "out", limits=OutputLimits(max_files=10))
 
 
 def tar_stream(members: list[tarfile.TarInfo], data: dict[str, bytes]) -> io.BytesIO:

@@ -1,0 +1,504 @@
+"""The job logic on the in-process fake executor: what becomes a failed result, what stays pending,
+what is measured, reused, retried and refused, in milliseconds and without Docker.
+
+The real engine's isolation is proven by test_sandbox.py, test_hostile.py and test_resilience.py;
+these tests prove the bookkeeping around it, through the same Executor interface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from runner.errors import Retry
+from runner.evaluation.job import GROUND_TRUTH, RunnerConfig
+from runner.evaluation.queue import JobReport, run_jobs
+from runner.execution.docker_engine import DockerEngine
+from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
+from runner.execution.measure import GpuUsage
+from runner.execution.sandbox import Executor, SandboxError
+from runner.tree.model import Result
+from runner.tree.references import image_refusal
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE, phase_file, write_submission
+
+CASES = ("case-000.npy", "case-001.npy", "case-002.npy")
+ALGORITHM = "ghcr.io/alice/algo@sha256:" + "a" * 64
+EVALUATION = f"challenge-eval/{CHALLENGE}"
+KEY = f"{CHALLENGE}/{PHASE}/alice/v1"
+MiB = 1024**2
+
+
+def threshold(inputs: Mapping[str, Path], output: Path) -> None:
+    """An algorithm: one prediction per input case."""
+    for path in sorted(inputs["/input"].rglob("case-*")):
+        (output / path.name).write_bytes(b"mask:" + path.read_bytes())
+
+
+def score(inputs: Mapping[str, Path], output: Path) -> None:
+    """An evaluation: Dice 1 for each ground-truth case with a prediction, 0 without."""
+    truth = sorted(p.name for p in inputs[GROUND_TRUTH].iterdir())
+    cases = {name: {"dice": float((inputs["/input"] / name).is_file())} for name in truth}
+    mean = sum(c["dice"] for c in cases.values()) / len(cases)
+    (output / "metrics.json").write_text(json.dumps({"case": cases, "aggregates": {"dice": {"mean": mean}}}))
+
+
+@pytest.fixture
+def data_root(tmp_path) -> Path:
+    folder = tmp_path / "data" / CHALLENGE / PHASE
+    for sub in ("inputs", "ground-truth"):
+        (folder / sub).mkdir(parents=True)
+        for i, name in enumerate(CASES):
+            (folder / sub / name).write_bytes(bytes([i]) * 16)
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def fake() -> FakeExecutor:
+    executor = FakeExecutor()
+    executor.add_image(EVALUATION, Behaviour(write=score))
+    return executor
+
+
+@pytest.fixture
+def config(data_root) -> RunnerConfig:
+    return RunnerConfig(data_root=data_root)
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    return []
+
+
+def evaluate_all(repo: Path, fake: FakeExecutor, config: RunnerConfig, waits: list[float] | None = None,
+                 **kwargs) -> tuple[Store, list[JobReport]]:
+    store = Store(repo)
+    retry = Retry(attempts=3, sleep=(waits if waits is not None else []).append)
+    reports = run_jobs(store.pending(), store=store, executor=fake, config=config, base=FAKE_BASE, retry=retry,
+                       **kwargs)
+    return store, reports
+
+
+def result_of(repo: Path, participant: str = "alice") -> Result:
+    store = Store(repo)
+    result = store.result(store.submission(store.paths.submission_file(CHALLENGE, PHASE, participant, "v1")))
+    assert result is not None
+    return result
+
+
+def everything(store: Store) -> list:
+    return [store.submission(path) for path in store.submission_paths()]
+
+
+def submit(repo: Path, fake: FakeExecutor, *behaviours: Behaviour, image: str = ALGORITHM,
+           participant: str = "alice") -> str:
+    fake.add_image(image, *behaviours)
+    write_submission(repo, participant, "v1", image)
+    return image
+
+
+def edit_phase(repo: Path, old: str, new: str) -> None:
+    path = phase_file(repo)
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def per_case(repo: Path) -> None:
+    phase_file(repo).write_text(phase_file(repo).read_text() + "inference_mode: per-case\n")
+
+
+# --- the interface ---------------------------------------------------------------------------------
+
+
+def test_both_executors_implement_the_interface():
+    assert isinstance(FakeExecutor(), Executor)
+    assert isinstance(DockerEngine(), Executor)  # lazy: no engine is contacted
+
+
+# --- batch and per-case runs ------------------------------------------------------------------------
+
+
+def test_good_submission_runs_algorithm_then_evaluation(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold, wall_time_s=2.5, peak_memory_bytes=300 * MiB))
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["succeeded"]
+    result = result_of(repo)
+    assert result.metrics["aggregates"]["dice"]["mean"] == 1.0 and result.attempts == 1
+    assert (result.algorithm.image, result.algorithm.image_id) == (ALGORITHM, fake.images[ALGORITHM])
+    assert (result.algorithm.wall_time_s, result.algorithm.peak_memory_bytes) == (2.5, 300 * MiB)
+    assert result.algorithm.cases is None and result.evaluation.exit_code == 0
+    algorithm, evaluation = fake.runs
+    assert [m.target for m in algorithm.mounts] == ["/input"] and all(m.read_only for m in algorithm.mounts)
+    assert [m.target for m in evaluation.mounts] == ["/input", GROUND_TRUTH]
+    assert (algorithm.time_limit, algorithm.memory, algorithm.cpus) == (120, 1024**3, 1)
+    assert algorithm.job == evaluation.job == KEY
+    assert fake.removed == [KEY] and fake.open_areas == 0
+
+
+def test_per_case_mode_runs_each_case_alone_in_order_and_measures_it(repo, fake, config):
+    per_case(repo)
+    inputs = []
+
+    def one_case(mounts: Mapping[str, Path], output: Path) -> None:
+        inputs.append(sorted(p.name for p in mounts["/input"].rglob("*")))
+        threshold(mounts, output)
+
+    submit(repo, fake, Behaviour(write=one_case, wall_time_s=1.0, peak_memory_bytes=100 * MiB),
+           Behaviour(write=one_case, wall_time_s=2.0, peak_memory_bytes=300 * MiB),
+           Behaviour(write=one_case, wall_time_s=3.0, peak_memory_bytes=200 * MiB))
+    seen = []
+    evaluate_all(repo, fake, config, on_case=lambda case, i, n, measured: seen.append((case, i, n)))
+    assert seen == [(case, i, 3) for i, case in enumerate(CASES)]
+    assert inputs == [[case] for case in CASES]
+    result = result_of(repo)
+    assert result.status == "succeeded" and result.metrics["aggregates"]["dice"]["mean"] == 1.0
+    assert [c["wall_time_s"] for c in result.algorithm.cases.values()] == [1.0, 2.0, 3.0]
+    assert result.algorithm.aggregates["wall_time_s"] == {"mean": 2.0, "max": 3.0, "sum": 6.0}
+    assert result.algorithm.aggregates["peak_memory_bytes"]["max"] == 300 * MiB
+    assert (result.algorithm.wall_time_s, result.algorithm.peak_memory_bytes) == (6.0, 300 * MiB)
+
+
+def test_per_case_mode_stops_at_the_first_failing_case(repo, fake, config):
+    per_case(repo)
+    submit(repo, fake, Behaviour(exit_code=1, stderr="loading\nRuntimeError: no weights\n"))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error == "Algorithm failed on case case-000.npy: RuntimeError: no weights"
+    assert len(fake.runs) == 1 and list(result.algorithm.cases) == ["case-000.npy"]
+    assert result.evaluation is None and result.metrics is None
+
+
+def test_per_case_failure_later_keeps_the_cases_before_it(repo, fake, config):
+    per_case(repo)
+    submit(repo, fake, Behaviour(write=threshold), Behaviour(timed_out=True))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error == ("Algorithm failed on case case-001.npy: "
+                            "The container exceeded its time limit of 120 s and was stopped")
+    assert list(result.algorithm.cases) == ["case-000.npy", "case-001.npy"]
+    assert result.algorithm.timed_out and result.algorithm.cases["case-001.npy"]["timed_out"]
+
+
+# --- failures that belong to the submission ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("behaviour, reason", [
+    (Behaviour(timed_out=True), "The container exceeded its time limit of 120 s and was stopped"),
+    (Behaviour(peak_memory_bytes=2 * 1024**3), "The container was killed as it exceeded its memory limit"),
+    (Behaviour(oom_killed=True), "The container was killed as it exceeded its memory limit"),
+    (Behaviour(exit_code=3), "The container exited with code 3"),
+    (Behaviour(exit_code=1, stderr="2026-01-01T00:00:00Z ValueError: bad input\n\n"), "ValueError: bad input"),
+    (Behaviour(files={"big.bin": b"x" * (2 * MiB)}),
+     "OSError: [Errno 28] No space left on device (/output is limited to 1 MiB, /tmp to 256 MiB)"),
+])
+def test_algorithm_failure_is_a_failed_result_with_its_reason(repo, fake, config, behaviour, reason):
+    edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  output: 1m\n")
+    submit(repo, fake, behaviour)
+    _, reports = evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert (reports[0].status, result.error) == ("failed", f"Algorithm failed: {reason}")
+    assert result.evaluation is None and len(fake.runs) == 1
+
+
+def test_link_in_output_is_refused_not_followed(repo, fake, config):
+    submit(repo, fake, Behaviour(links={"case-000.npy": "/etc/shadow"}))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error == "Algorithm output refused: /output/case-000.npy is a link; only regular files are accepted"
+    assert len(fake.runs) == 1 and result.algorithm.exit_code == 0  # the run is recorded, its outputs are not
+
+
+def test_unknown_algorithm_image_is_the_submissions_failure(repo, fake, config):
+    write_submission(repo, "alice", "v1", ALGORITHM)  # never pushed: the registry does not have it
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).error == (f"Algorithm image could not be used: pulling {ALGORITHM}: "
+                                     "image not found (manifest unknown)")
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("behaviour, reason", [
+    (Behaviour(), "it wrote no /output/metrics.json"),
+    (Behaviour(files={"metrics.json": "{not json"}),
+     "metrics.json is not valid JSON (Expecting property name enclosed in double quotes, line 1)"),
+    (Behaviour(files={"metrics.json": "[1, 2]"}), "metrics.json must hold a JSON object"),
+    (Behaviour(files={"metrics.json": '{"aggregates": {"dice": {"mean": NaN}}}'}),
+     "metrics.json has no number at aggregates.dice.mean (missing, NaN or not a number)"),
+    (Behaviour(exit_code=1, stderr="FileNotFoundError: Expected a prediction case-000.npy"),
+     "FileNotFoundError: Expected a prediction case-000.npy"),
+])
+def test_broken_evaluation_is_a_failed_result(repo, fake, config, behaviour, reason):
+    fake.add_image(EVALUATION, behaviour)
+    submit(repo, fake, Behaviour(write=threshold))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert (result.status, result.error, result.metrics) == ("failed", f"Evaluation failed: {reason}", None)
+    assert result.algorithm.exit_code == 0 and result.evaluation is not None
+
+
+def test_other_nans_are_stored_as_null(repo, fake, config):
+    metrics = '{"aggregates": {"dice": {"mean": 0.5}, "jaccard": {"mean": Infinity}}}'
+    fake.add_image(EVALUATION, Behaviour(files={"metrics.json": metrics}))
+    submit(repo, fake, Behaviour(write=threshold))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).metrics == {"aggregates": {"dice": {"mean": 0.5}, "jaccard": {"mean": None}}}
+
+
+def test_metrics_written_as_a_link_are_refused(repo, fake, config):
+    fake.add_image(EVALUATION, Behaviour(links={"metrics.json": "/etc/passwd"}))
+    submit(repo, fake, Behaviour(write=threshold))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).error == ("Evaluation output refused: /output/metrics.json is a link; "
+                                     "only regular files are accepted")
+
+
+# --- reuse --------------------------------------------------------------------------------------
+
+
+def test_rerun_reuses_stored_outputs_and_rescores_them(repo, fake, data_root, tmp_path):
+    per_case(repo)
+    config = RunnerConfig(data_root=data_root, cache_dir=tmp_path / "cache")
+    submit(repo, fake, Behaviour(write=threshold, wall_time_s=1.0))
+    store, _ = evaluate_all(repo, fake, config)
+    first = result_of(repo)
+    fake.runs.clear()
+    reports = run_jobs(everything(store), store=store, executor=fake, config=config, base=FAKE_BASE, rerun=True)
+    again = result_of(repo)
+    assert reports[0].status == "succeeded" and [s.image for s in fake.runs] == [fake.images[EVALUATION]]
+    assert again.algorithm.reused and all(c["reused"] for c in again.algorithm.cases.values())
+    assert again.metrics == first.metrics and again.algorithm.wall_time_s == first.algorithm.wall_time_s
+
+
+def test_changed_input_is_not_reused(repo, fake, data_root, tmp_path):
+    config = RunnerConfig(data_root=data_root, cache_dir=tmp_path / "cache")
+    submit(repo, fake, Behaviour(write=threshold))
+    store, _ = evaluate_all(repo, fake, config)
+    (data_root / CHALLENGE / PHASE / "inputs" / CASES[0]).write_bytes(b"new scan")
+    run_jobs(everything(store), store=store, executor=fake, config=config, base=FAKE_BASE, rerun=True)
+    assert not result_of(repo).algorithm.reused and len(fake.runs) == 4
+
+
+# --- retries and runner problems ------------------------------------------------------------------
+
+
+def test_transient_engine_failure_is_retried_with_backoff(repo, fake, config, waits):
+    submit(repo, fake, Behaviour(write=threshold))
+    fake.fail("run", SandboxError("starting the container: 500 Server Error", transient=True))
+    lines = []
+    _, reports = evaluate_all(repo, fake, config, waits, log=lines.append)
+    assert [r.status for r in reports] == ["succeeded"] and waits == [2.0]
+    assert result_of(repo).attempts == 2
+    assert lines == ["algorithm container could not run: starting the container: 500 Server Error; "
+                     "retrying in 2 s (try 2 of 3)"]
+    assert fake.removed == [KEY, KEY]  # each try first removes what an earlier one left
+
+
+def test_transient_failure_every_time_gives_up_and_leaves_it_pending(repo, fake, config, waits):
+    submit(repo, fake, Behaviour(write=threshold))
+    fake.fail("image_id", *[SandboxError(f"pulling {ALGORITHM}: the engine did not answer", transient=True)] * 3)
+    store, reports = evaluate_all(repo, fake, config, waits)
+    assert reports[0].status == "error" and waits == [2.0, 4.0]
+    assert reports[0].detail == (f"Algorithm image could not be used: pulling {ALGORITHM}: the engine did not "
+                                 "answer; gave up after 3 tries (left pending)")
+    assert len(store.pending()) == 1 and fake.runs == []
+
+
+def test_permanent_engine_failure_is_not_retried(repo, fake, config, waits):
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, RunnerConfig(data_root=config.data_root, runtime="runsc"), waits)
+    assert reports[0].status == "error" and waits == []
+    assert reports[0].detail == ("algorithm container could not run: starting the container: unknown or invalid "
+                                 "runtime name: runsc (left pending)")
+    assert len(store.pending()) == 1
+
+
+def test_missing_hidden_data_leaves_it_pending(repo, fake, tmp_path, waits):
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, RunnerConfig(data_root=tmp_path / "nowhere"), waits)
+    assert reports[0].status == "error" and "hidden data missing on this runner" in reports[0].detail
+    assert len(store.pending()) == 1 and fake.runs == [] and waits == []
+
+
+def test_missing_evaluation_image_is_the_runners_problem(repo, fake, config):
+    pinned = f"ghcr.io/org/eval@sha256:{'e' * 64}"
+    phase_file(repo).write_text(phase_file(repo).read_text() + f"evaluation_image: {pinned}\n")
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, config)
+    assert reports[0].status == "error" and reports[0].detail.startswith(
+        f"evaluation image for {CHALLENGE}/{PHASE}: pulling ghcr.io/org/eval@sha256:")
+    assert len(store.pending()) == 1
+
+
+def test_broken_evaluation_build_is_the_runners_problem(repo, fake, config):
+    fake.fail("build", SandboxError("building evaluation failed: COPY failed"))
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, config)
+    assert reports[0].detail == "building evaluation failed: COPY failed (left pending)"
+    assert len(store.pending()) == 1
+
+
+def test_evaluation_image_is_built_once_per_call(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold))
+    submit(repo, fake, Behaviour(write=threshold), image=f"ghcr.io/bob/algo@sha256:{'b' * 64}", participant="bob")
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["succeeded", "succeeded"]
+    assert [folder.name for folder, _ in fake.builds] == ["evaluation"]
+    assert fake.builds[0][1].startswith(f"{EVALUATION}:")
+
+
+def test_dead_runners_leftovers_are_removed_first(repo, fake, config):
+    fake.leftovers[KEY] = 2
+    submit(repo, fake, Behaviour(write=threshold))
+    _, reports = evaluate_all(repo, fake, config)
+    assert reports[0].status == "succeeded" and fake.leftovers == {} and fake.removed == [KEY]
+
+
+def test_done_and_busy_submissions_are_not_evaluated_again(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold))
+    store, _ = evaluate_all(repo, fake, config)
+    [submission] = everything(store)
+    fake.runs.clear()
+    assert run_jobs([submission], store=store, executor=fake, config=config)[0].status == "skipped"
+    with store.lock(submission) as held:
+        assert held
+        busy = run_jobs([submission], store=store, executor=fake, config=config, rerun=True)
+    assert busy[0].status == "busy" and fake.runs == []
+
+
+# --- images and registries --------------------------------------------------------------------------
+
+
+def test_registry_outside_the_phases_list_is_refused_before_anything_runs(repo, fake, config):
+    phase_file(repo).write_text(phase_file(repo).read_text() + "allowed_registries: [ghcr.io]\n")
+    image = submit(repo, fake, Behaviour(write=threshold), image=f"quay.io/alice/algo@sha256:{'c' * 64}")
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).error == (f"Algorithm image {image}: registry quay.io is not accepted in this phase; "
+                                     "push to ghcr.io")
+    assert fake.runs == []
+
+
+def test_local_image_needs_the_option(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold), image="sha256:" + "d" * 64)
+    evaluate_all(repo, fake, config)
+    assert "a local image ID is accepted only for local runs (--allow-local-images)" in result_of(repo).error
+    assert fake.runs == []
+    store, reports = evaluate_all(repo, fake, RunnerConfig(data_root=config.data_root, allow_local_images=True))
+    assert reports == []  # a failed result is final until --rerun
+    run_jobs(everything(store), store=store, executor=fake, base=FAKE_BASE, rerun=True,
+             config=RunnerConfig(data_root=config.data_root, allow_local_images=True))
+    assert result_of(repo).status == "succeeded"
+
+
+DIGEST = "sha256:" + "ef" * 32
+
+
+@pytest.mark.parametrize("ref, allowed, refused", [
+    (f"ghcr.io/a/b@{DIGEST}", ("ghcr.io",), False),
+    (f"quay.io/a/b@{DIGEST}", ("ghcr.io",), True),
+    (f"library/python@{DIGEST}", ("docker.io",), False),
+    (f"python@{DIGEST}", ("docker.io",), False),
+    (f"localhost:5000/a@{DIGEST}", ("localhost:5000",), False),
+    (f"quay.io/a/b@{DIGEST}", (), False),
+    (DIGEST, ("ghcr.io",), False),  # a local ID has no registry (and needs --allow-local-images)
+    ("ghcr.io/a/b:latest", (), True),
+])
+def test_image_refusal_registry_allow_list(ref, allowed, refused):
+    assert (image_refusal(ref, allowed=allowed, allow_local=True) is not None) is refused
+
+
+# --- predictions -------------------------------------------------------------------------------
+
+
+def predictions_phase(repo: Path, data_root: Path) -> Path:
+    """A 'validation' phase taking prediction files, over the same hidden data."""
+    phases = phase_file(repo).parent
+    text = phase_file(repo).read_text().replace("submission_kind: algorithm", "submission_kind: predictions")
+    (phases / "validation.yml").write_text(text)
+    (data_root / CHALLENGE / PHASE).rename(data_root / CHALLENGE / "validation")
+    folder = phases.parent / "submissions" / "validation" / "alice"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def predictions_file(folder: Path, name: str, entries: dict[str, bytes], sha256: str | None = None) -> Path:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member, data in entries.items():
+            archive.writestr(member, data)
+    (folder / name).write_bytes(buffer.getvalue())
+    digest = sha256 or hashlib.sha256(buffer.getvalue()).hexdigest()
+    path = folder / f"{Path(name).stem}.yml"
+    path.write_text(f"phase: validation\npredictions:\n  file: {name}\n  sha256: {digest}\n")
+    return path
+
+
+def evaluate_predictions(repo: Path, fake: FakeExecutor, config: RunnerConfig, path: Path) -> Result:
+    store = Store(repo)
+    run_jobs([store.submission(path)], store=store, executor=fake, config=config, base=FAKE_BASE)
+    result = store.result(store.submission(path))
+    assert result is not None
+    return result
+
+
+def test_predictions_zip_is_unpacked_and_scored(repo, fake, config, data_root):
+    folder = predictions_phase(repo, data_root)
+    path = predictions_file(folder, "masks.zip", {case: b"mask" for case in CASES[:2]})
+    result = evaluate_predictions(repo, fake, config, path)
+    assert result.status == "succeeded" and result.algorithm is None
+    assert result.metrics["aggregates"]["dice"]["mean"] == pytest.approx(2 / 3)
+    assert [spec.image for spec in fake.runs] == [fake.images[EVALUATION]]
+
+
+@pytest.mark.parametrize("entries, sha256, reason", [
+    ({"case-000.npy": b"x"}, "ab" * 32, "Predictions file sha256 is {digest}, but the submission pins " + "ab" * 32),
+    ({"../escape.npy": b"x"}, None, "Predictions archive refused: '../escape.npy' points outside the output folder"),
+])
+def test_bad_predictions_are_failed_results(repo, fake, config, data_root, entries, sha256, reason):
+    folder = predictions_phase(repo, data_root)
+    path = predictions_file(folder, "masks.zip", entries, sha256)
+    result = evaluate_predictions(repo, fake, config, path)
+    digest = hashlib.sha256((folder / "masks.zip").read_bytes()).hexdigest()
+    assert (result.status, result.error) == ("failed", reason.format(digest=digest))
+    assert fake.runs == [] and not (repo.parent / "escape.npy").exists()
+
+
+# --- logs and GPUs ------------------------------------------------------------------------------
+
+
+def test_full_logs_stay_on_the_runner_unless_the_phase_is_for_debugging(repo, fake, data_root, tmp_path):
+    config = RunnerConfig(data_root=data_root, log_dir=tmp_path / "logs")
+    submit(repo, fake, Behaviour(exit_code=1, stdout="step 1\n", stderr="debug detail\nRuntimeError: boom\n"))
+    store, _ = evaluate_all(repo, fake, config)
+    assert result_of(repo).logs is None
+    assert (tmp_path / "logs" / KEY / "algorithm.log").read_text() == "step 1\ndebug detail\nRuntimeError: boom\n"
+    phase_file(repo).write_text(phase_file(repo).read_text() + "give_algorithm_editors_job_view_permissions: true\n")
+    run_jobs(everything(store), store=store, executor=fake, config=config, rerun=True)
+    assert "debug detail" in result_of(repo).logs["algorithm"]
+
+
+def test_gpu_is_assigned_and_its_memory_recorded(repo, data_root):
+    fake = FakeExecutor(gpus=("0",))
+    fake.add_image(EVALUATION, Behaviour(write=score))
+    edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  gpus: 1\n")
+    submit(repo, fake, Behaviour(write=threshold, gpu=GpuUsage(max_bytes=3 * MiB, auc_byte_seconds=5.0, samples=9)))
+    evaluate_all(repo, fake, RunnerConfig(data_root=data_root, gpu_ids=("0",)))
+    result = result_of(repo)
+    assert result.status == "succeeded"
+    assert (result.algorithm.gpu_memory_max_bytes, result.algorithm.gpu_memory_auc_byte_s) == (3 * MiB, 5.0)
+    assert [spec.gpus for spec in fake.runs] == [("0",), ()]  # the evaluation gets none
+
+
+def test_phase_asking_more_gpus_than_configured_stays_pending(repo, fake, config):
+    edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  gpus: 1\n")
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, config)
+    assert reports[0].status == "error" and "configured with 0 (set CHALLENGE_GPUS)" in reports[0].detail
+    assert len(store.pending()) == 1

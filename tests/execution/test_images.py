@@ -1,0 +1,64 @@
+"""The one folder hash (image tags, output cache keys), and engine failures that never leak Docker's
+own exceptions past runner/execution."""
+
+from __future__ import annotations
+
+import hashlib
+
+import docker
+import pytest
+
+from runner.execution.docker_engine import DockerEngine
+from runner.execution.images import image_tag, tree_hash
+from runner.execution.sandbox import RunSpec, SandboxError
+
+
+def folder(tmp_path, name: str, files: dict[str, bytes]):
+    root = tmp_path / name
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_tree_hash_depends_on_names_and_content_not_on_where_the_folder_is(tmp_path):
+    a = folder(tmp_path, "a", {"x.npy": b"1", "sub/y.npy": b"2"})
+    b = folder(tmp_path, "b", {"x.npy": b"1", "sub/y.npy": b"2"})
+    assert tree_hash(a) == tree_hash(b)
+    assert tree_hash(a) != tree_hash(folder(tmp_path, "c", {"x.npy": b"1", "sub/y.npy": b"3"}))
+    assert tree_hash(a) != tree_hash(folder(tmp_path, "d", {"z.npy": b"1", "sub/y.npy": b"2"}))
+    assert tree_hash(a, "extra") != tree_hash(a)
+
+
+def test_tree_hash_is_the_recipe_results_and_tags_were_made_with(tmp_path):
+    """Path, NUL, content, NUL per file in sorted order: cache entries and image tags made before stay valid."""
+    root = folder(tmp_path, "a", {"b.txt": b"bee", "a.txt": b"ay"})
+    expected = hashlib.sha256(b"a.txt\0ay\0b.txt\0bee\0base\0").hexdigest()
+    assert tree_hash(root, "base") == expected
+    assert image_tag(root, name="img", base="base") == f"img:{expected[:16]}"
+
+
+def test_build_arguments_and_base_change_the_tag(tmp_path):
+    root = folder(tmp_path, "a", {"Dockerfile": b"ARG BASE\nFROM ${BASE}\n"})
+    tags = {image_tag(root, name="img", base=base, args=args)
+            for base in ("python:3.11-slim", "challenge-base:1") for args in (None, {"MODE": "a"}, {"MODE": "b"})}
+    assert len(tags) == 6
+
+
+def test_unreachable_engine_is_a_transient_sandbox_error(tmp_path):
+    client = docker.DockerClient(base_url=f"unix://{tmp_path}/no-engine.sock", version="1.41", timeout=2)
+    engine = DockerEngine(client, keeper_image="base")
+    for call in (lambda: engine.image_id("ghcr.io/a/b@sha256:" + "a" * 64),
+                 lambda: engine.run(RunSpec(image="sha256:" + "a" * 64)),
+                 lambda: engine.remove_labelled("c/p/alice/v1"),
+                 lambda: engine.build(folder(tmp_path, "ctx", {"Dockerfile": b"FROM x\n"}), name="n", base=None)):
+        with pytest.raises(SandboxError) as caught:
+            call()
+        assert caught.value.transient, caught.value
+
+
+def test_engine_from_the_environment_that_is_not_there_is_a_transient_sandbox_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(SandboxError, match="cannot reach the Docker engine") as caught:
+        DockerEngine().ensure_base()
+    assert caught.value.transient
