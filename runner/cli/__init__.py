@@ -15,21 +15,17 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-import docker.errors
-
 from runner import __version__
-from runner.evaluation.job import RunnerError
-from runner.execution.sandbox import SandboxError
-from runner.site.build import BuildError
-from runner.tree.located import ModelError
+from runner.errors import ChallengeError
 
-from .common import UsageError, err
+from .common import err
 
 # subcommand -> the module here that registers it
 COMMANDS = {
-    "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank",
+    "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank", "report": "report",
     "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
+    "schema": "schema",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 
@@ -42,8 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
-    except (ModelError, RunnerError, SandboxError, BuildError, UsageError, docker.errors.DockerException,
-            OSError) as exc:
+    except (ChallengeError, OSError) as exc:  # every error of ours, and the operating system's (disk full, ...)
         if args.verbose:
             err.print(traceback.format_exc(), markup=False)
         err.print(f"error: {exc}", markup=False)
