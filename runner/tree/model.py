@@ -320,11 +320,6 @@ class Phase(PhaseOptions):
     def columns(self) -> tuple[Column, ...]:
         return (self.score, *self.extra_results_columns)
 
-    def is_open(self, now: dt.datetime) -> bool:
-        if self.submissions_open_at and now < self.submissions_open_at:
-            return False
-        return not (self.submissions_close_at and now >= self.submissions_close_at)
-
     @classmethod
     def from_file(cls, file: PhaseFile, *, challenge: str, slug: str) -> Phase:
         """The record of a validated file: shared options as they are, the score_* fields as a column."""

@@ -27,6 +27,7 @@ from runner.tree.model import (
     load_result,
 )
 from runner.tree.people import load_registration, load_teams
+from runner.tree.policy import window
 from runner.tree.reference import reference_markdown
 from runner.tree.schema import KINDS, NAMES, json_schema, json_schemas
 from runner.tree.schema_parse import each_problem
@@ -179,7 +180,7 @@ def test_teams_registrations_and_approvals_are_declared_too(tmp_path):
 def test_closing_times_take_a_zone_or_a_whole_day(tmp_path, written, expected):
     phase = load_phase(minimal_phase(tmp_path, f"submissions_close_at: {written}\n"), "c")
     assert phase.submissions_close_at == expected
-    assert phase.is_open(expected - dt.timedelta(microseconds=1)) and not phase.is_open(expected)
+    assert window(phase, expected - dt.timedelta(microseconds=1)).open and not window(phase, expected).open
 
 
 def test_a_time_without_a_zone_is_refused_with_the_fix(tmp_path):
