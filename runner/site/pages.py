@@ -42,6 +42,8 @@ from runner.tree.model import (
     Result,
 )
 from runner.tree.policy import visibility
+from runner.tree.reference import reference_markdown
+from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 
 CATALOG_MARK = "<!-- catalog -->"
@@ -168,6 +170,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
     wanted[Path("index.md")] = _home(store, run.env, entries).encode()
+    _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
     wanted[Path("catalog.json")] = (json.dumps([export(e) for e in entries], indent=2) + "\n").encode()
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
@@ -289,6 +292,14 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
 
 def _json(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+
+
+def _reference(wanted: dict[Path, bytes]) -> None:
+    """The organizers' field reference and each file kind's JSON Schema, both derived from the one
+    declaration of the fields, so editors with the YAML language server can point at the site."""
+    wanted[Path("reference.md")] = reference_markdown().encode()
+    for name, schema in json_schemas().items():
+        wanted[Path("schemas", f"{name}.schema.json")] = (json.dumps(schema, indent=2) + "\n").encode()
 
 
 def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[Any]:

@@ -298,3 +298,11 @@ def test_challenge_page_shows_each_phases_rules_from_its_file(scored_repo):
     assert rows["Ranking"].startswith("results are ordered on Dice (mean) alone (higher is better)")
     assert f"`challenges/{CHALLENGE}/submissions/{PHASE}/<your GitHub login>/<id>.yml`" in page
     assert f"        phase: {PHASE}\n        image: ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>\n" in page
+
+
+def test_the_field_reference_and_json_schemas_are_published(scored_repo):
+    stage = stage_of(scored_repo)
+    assert (stage / "reference.md").read_text().startswith("# Field reference")
+    schema = json.loads((stage / "schemas" / "phase.schema.json").read_text())
+    assert schema["$id"] == "phase.schema.json" and "score_jsonpath" in schema["properties"]
+    assert "reference.md" in json.loads((stage / ".nav.json").read_text())
