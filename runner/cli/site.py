@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 
 from runner.site import pages, serve
-from runner.site.build import BUILDERS, SiteConfig, build_site
+from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 from runner.tree.store import Store
 
 from .common import err, out
+from .keys import publish_keys
 
 
 def register(sub) -> None:
@@ -24,8 +25,11 @@ def register(sub) -> None:
 
 
 def generate_pages(root: Path) -> SiteConfig:
+    """The staging folder, with what the phases allow now unsealed when the publish key is set."""
     config = SiteConfig.read(root)
-    pages.generate(Store(root), config.stage, config.templates, config.assets, cache=root / "build" / "page-cache")
+    pages.generate(Store(root, keys=publish_keys()), config.stage, config.templates, config.assets,
+                   cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
+    builder_config(config)  # the navigation just generated, for `mkdocs serve` as for builds
     return config
 
 
@@ -42,6 +46,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     config = SiteConfig.read(root)
-    serve.serve_live(root, args.port, lambda: generate_pages(root),
-                     [root / "challenges", config.templates, config.assets], log=err.print)
-    return 0
+    # markup=False: an error message quoting YAML ("[1, 2]") is printed as it is, not as Rich markup.
+    return serve.serve_live(root, args.port, lambda: generate_pages(root),
+                            [root / "challenges", config.templates, config.assets],
+                            log=lambda line: err.print(line, markup=False))

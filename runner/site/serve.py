@@ -1,4 +1,9 @@
-"""Serve the site locally: a built folder as static files, or live while organizers edit."""
+"""Serve the site locally: a built folder as static files, or live while organizers edit.
+
+Live serving watches `challenges/` and the site's templates and assets with the OS's file events
+(inotify, through watchfiles) rather than by polling: its idle cost does not grow with the number
+of result files, and a burst of writes (a `git pull` landing 1,000 results) is one regeneration.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,18 @@ import http.server
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import watchfiles
+
+from runner.site.build import GENERATED_CONFIG
+
+QUIET_MS = 200  # regenerate once the watched folders have been quiet this long...
+MAX_WAIT_MS = 5_000  # ...or after this long of continuous writes, so a long pull still shows progress
+READY_MS = 500  # how soon after the watcher is set up `ready` is called, when nothing changes
 
 
 def serve_static(folder: Path, port: int, log: Callable[[str], None] = print) -> None:
@@ -24,34 +38,120 @@ def serve_static(folder: Path, port: int, log: Callable[[str], None] = print) ->
 
 
 def tree_signature(folders: list[Path]) -> tuple:
-    """Names, sizes and times of every file: changes when anything is edited, added or removed."""
+    """Names, sizes and times of every file: changes when anything is edited, added or removed.
+    The polling approach `serve_live` used before file events; kept as the benchmark's baseline."""
     return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
                         for folder in folders if folder.is_dir() for p in folder.rglob("*") if p.is_file()))
 
 
-def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: list[Path],
-               log: Callable[[str], None] = print, interval: float = 1.0) -> None:
-    """Regenerate the staging folder whenever a watched file changes; `mkdocs serve` watches the
-    staging folder and reloads the browser."""
-    regenerate()
-    # SIGTERM (a service manager, a test) must also stop the mkdocs child, so turn it into an exit.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
-                               "-f", str(root / "mkdocs.yml")], cwd=root)
-    log(f"serving on http://127.0.0.1:{port}/, regenerating on edits under {', '.join(map(str, watched))}")
-    seen = tree_signature(watched)
+class EditFilter(watchfiles.DefaultFilter):
+    """Changes that may change a page. DefaultFilter already drops editors' swap, backup and lock
+    files (`.swp`, `~`, `.#*`) and VCS folders; the `.tmp` files `Store.write_result` writes before
+    renaming them into place are dropped too, so a result written is one change (its rename)."""
+
+    ignore_entity_patterns = (*watchfiles.DefaultFilter.ignore_entity_patterns, r"\.tmp$")
+
+
+def watch_edits(folders: list[Path], stop: threading.Event, *, quiet_ms: int = QUIET_MS,
+                max_wait_ms: int = MAX_WAIT_MS, ready: Callable[[], None] = lambda: None) -> Iterator[set]:
+    """Batches of changes under `folders` until `stop` is set: a batch ends once no new change came
+    for `quiet_ms`, so a burst of writes is one batch. `ready` is called once the watcher is set up
+    (its first pass walks the folders, which takes a while with many results)."""
+    existing = [folder for folder in folders if folder.is_dir()]
+    if not existing:  # nothing to watch: wait to be stopped, as watchfiles refuses no paths
+        ready()
+        stop.wait()
+        return
+    batches = watchfiles.watch(*existing, watch_filter=EditFilter(), step=quiet_ms, debounce=max_wait_ms,
+                               stop_event=stop, rust_timeout=READY_MS, yield_on_timeout=True)
+    for count, changes in enumerate(batches):
+        if count == 0:
+            ready()
+        if changes:
+            yield changes
+
+
+def regenerate_safely(regenerate: Callable[[], None], log: Callable[[str], None]) -> bool:
+    """Regenerate; an organizer's half-written edit (invalid YAML) must not stop the server, so
+    a failure is one line in the log, the pages staged before stay, and the next save retries."""
     try:
-        while server.poll() is None:
-            time.sleep(interval)
-            now = tree_signature(watched)
-            if now != seen:
-                seen = now
-                try:
-                    regenerate()
-                except Exception as exc:  # an organizer's half-written edit must not stop the server
-                    log(f"not regenerated: {exc}")
+        regenerate()
+    except Exception as exc:
+        log(f"not regenerated: {one_line(exc)}")
+        return False
+    return True
+
+
+def one_line(exc: Exception) -> str:
+    """The error's lines joined by '; ': several problems (a ModelError lists each) in one log line."""
+    return "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+
+
+def regenerate_on_edits(folders: list[Path], regenerate: Callable[[], None], log: Callable[[str], None],
+                        stop: threading.Event, *, quiet_ms: int = QUIET_MS,
+                        ready: Callable[[], None] = lambda: None) -> int:
+    """Regenerate once per batch of edits under `folders` until `stop` is set; returns how many
+    batches were seen. Edits made while regenerating make the next batch."""
+    batches = 0
+    for changes in watch_edits(folders, stop, quiet_ms=quiet_ms, ready=ready):
+        batches += 1
+        start = time.monotonic()
+        if regenerate_safely(regenerate, log):
+            log(f"regenerated pages after {describe(changes)} in {time.monotonic() - start:.1f} s")
+    return batches
+
+
+def describe(changes: set) -> str:
+    """'a change to <path>' or 'N changes': one short phrase for the log."""
+    if len(changes) == 1:
+        (_, path), = changes
+        return f"a change to {path}"
+    return f"{len(changes):,} changes"
+
+
+def _interrupt(*_: object) -> None:
+    """SIGTERM (a service manager, a test) stops like Ctrl+C, so the mkdocs child is stopped too."""
+    raise KeyboardInterrupt
+
+
+def _stop_when_exits(server: subprocess.Popen, stop: threading.Event) -> None:
+    """Stop watching when `mkdocs serve` exits on its own: there is nothing left to serve."""
+    threading.Thread(target=lambda: (server.wait(), stop.set()), daemon=True).start()
+
+
+def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: list[Path],
+               log: Callable[[str], None] = print, *, quiet_ms: int = QUIET_MS) -> int:
+    """Regenerate the staging folder whenever a watched file changes; `mkdocs serve` watches the
+    staging folder and reloads the browser. Returns 0 when stopped (Ctrl+C, SIGTERM), else the
+    exit code of `mkdocs serve` that ended on its own."""
+    regenerate()
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    server: subprocess.Popen | None = None
+    interrupted = False
+    try:
+        server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
+                                   "-f", str(root / GENERATED_CONFIG)], cwd=root)
+        _stop_when_exits(server, stop)
+        regenerate_on_edits(watched, regenerate, log, stop, quiet_ms=quiet_ms, ready=lambda: log(
+            f"serving on http://127.0.0.1:{port}/, regenerating on edits under {', '.join(map(str, watched))}"))
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
+        stop.set()
+        code = _stop(server) if server else None
+        signal.signal(signal.SIGTERM, previous)
+    return 0 if interrupted or code is None else code
+
+
+def _stop(server: subprocess.Popen) -> int | None:
+    """Stop `mkdocs serve`; returns its exit code if it had already ended on its own."""
+    code = server.poll()
+    if code is None:
         server.terminate()
-        server.wait()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return code

@@ -1,14 +1,30 @@
-"""`challenge serve` regenerates pages while an organizer edits, and the browser sees the edit."""
+"""`challenge serve` regenerates pages while an organizer edits, and the browser sees the edit.
+
+The watcher tests run the real watcher (watchfiles over inotify) on a real folder, in a thread
+that each test stops; every wait is bounded."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from tests.helpers import CHALLENGE
+import pytest
+
+from runner.cli.site import generate_pages
+from runner.site import serve
+from tests.helpers import CHALLENGE, PHASE, add_result, phase_file, write_result
+
+QUIET_S = serve.QUIET_MS / 1000
 
 
 def free_port() -> int:
@@ -35,6 +51,14 @@ def wait_for(url: str, text: str, seconds: float = 60) -> str:
     raise AssertionError(f"{text!r} never appeared at {url}")
 
 
+def wait_until(check: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {seconds} s")
+        time.sleep(0.05)
+
+
 def test_serve_regenerates_on_edit(repo):
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "--root", str(repo), "serve", "--port", str(port)],
@@ -46,6 +70,155 @@ def test_serve_regenerates_on_edit(repo):
         page.write_text(page.read_text().replace("Segment every ellipsoid", "Find every ellipsoid"))
         wait_for(url, "Find every ellipsoid")
     finally:
-        server.terminate()
+        server.terminate()  # SIGTERM
         server.wait(timeout=30)
+    assert server.returncode == 0
     assert fetch(url) is None  # the mkdocs server it started is gone too
+
+
+@dataclass
+class Watcher:
+    """`serve.regenerate_on_edits` running in a thread: what it regenerated and logged."""
+
+    regenerations: int = 0
+    log: list[str] = field(default_factory=list)
+
+    def settle(self, seconds: float = 1.5) -> int:
+        """Wait until no regeneration happened for `seconds` (bounded); returns the count."""
+        deadline = time.monotonic() + 30
+        seen, since = self.regenerations, time.monotonic()
+        while time.monotonic() - since < seconds and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if self.regenerations != seen:
+                seen, since = self.regenerations, time.monotonic()
+        return self.regenerations
+
+
+@pytest.fixture
+def watch(repo) -> Iterator[Callable[..., Watcher]]:
+    """start(regenerate) -> Watcher: the watcher on the repo's challenges/ and site/, set up and
+    counting regenerations; stopped, and its thread joined, when the test ends."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start(regenerate: Callable[[], None] = lambda: None) -> Watcher:
+        watcher = Watcher()
+
+        def counted() -> None:
+            watcher.regenerations += 1
+            regenerate()
+
+        ready = threading.Event()
+        folders = [repo / "challenges", repo / "site" / "templates", repo / "site" / "assets"]
+        thread = threading.Thread(target=serve.regenerate_on_edits, args=(folders, counted, watcher.log.append, stop),
+                                  kwargs={"ready": ready.set}, daemon=True)
+        thread.start()
+        threads.append(thread)
+        assert ready.wait(20), "the watcher was never set up"
+        return watcher
+
+    yield start
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=15)
+        assert not thread.is_alive(), "the watcher did not stop"
+
+
+def staged(repo: Path) -> str:
+    return (repo / "build" / "stage" / CHALLENGE / "index.md").read_text()
+
+
+def edit_intro(repo: Path, old: str, new: str) -> None:
+    page = repo / "challenges" / CHALLENGE / "index.md"
+    page.write_text(page.read_text().replace(old, new))
+
+
+def test_edit_regenerates_staged_page(repo, watch):
+    generate_pages(repo)
+    watcher = watch(lambda: generate_pages(repo))
+    edit_intro(repo, "Segment every ellipsoid", "Find every ellipsoid")
+    wait_until(lambda: "Find every ellipsoid" in staged(repo))
+    assert watcher.settle() == 1
+    assert any("regenerated pages after a change to" in line for line in watcher.log)
+
+
+def test_asset_edit_regenerates_staged_asset(repo, watch):
+    generate_pages(repo)
+    watch(lambda: generate_pages(repo))
+    css = repo / "site" / "assets" / "challenge.css"
+    css.write_text(css.read_text() + "\n/* edited */\n")
+    wait_until(lambda: "/* edited */" in (repo / "build" / "stage" / "assets" / "challenge.css").read_text())
+
+
+def test_burst_of_results_is_few_regenerations(repo, watch):
+    watcher = watch()
+    for i in range(1000):  # what a git pull landing 1,000 results writes, new folders included
+        write_result(repo, f"team-{i // 10:03d}", f"s{i % 10}")
+    assert 1 <= watcher.settle() <= 3  # one, unless the machine stalls the writer longer than QUIET_MS
+
+
+def test_broken_yaml_logs_one_line_and_keeps_serving(repo, watch):
+    generate_pages(repo)
+    watcher = watch(lambda: generate_pages(repo))
+    phase = phase_file(repo)
+    good = phase.read_text()
+    phase.write_text("title: [Final test\n")  # half-written: the list never closes
+    wait_until(lambda: any(line.startswith("not regenerated") for line in watcher.log))
+    watcher.settle()
+    failures = [line for line in watcher.log if line.startswith("not regenerated")]
+    assert len(failures) == 1 and "\n" not in failures[0]
+    assert f"{PHASE}.yml" in failures[0]
+    phase.write_text(good)
+    edit_intro(repo, "Segment every ellipsoid", "Find every ellipsoid")
+    wait_until(lambda: "Find every ellipsoid" in staged(repo))
+
+
+def test_result_written_through_tmp_is_one_regeneration(repo, watch):
+    folder = repo / "challenges" / CHALLENGE / "results" / PHASE / "alice"
+    folder.mkdir(parents=True)
+    watcher = watch()
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".v1.json.", suffix=".tmp")  # as Store.write_result names it
+    with os.fdopen(fd, "w") as handle:
+        handle.write("{}")
+    assert watcher.settle(max(1.0, 4 * QUIET_S)) == 0  # the .tmp file alone is no change
+    os.replace(tmp, folder / "v1.json")
+    assert watcher.settle() == 1
+
+
+def test_runner_writing_a_result_is_one_regeneration(repo, watch):
+    watcher = watch()
+    add_result(repo, "bob", "v1", 0.8)  # a submission file, then Store.write_result: .tmp, then rename
+    assert watcher.settle() == 1
+
+
+@pytest.mark.parametrize("name", [".index.md.swp", "index.md~", ".#index.md", ".index.md.abc123.tmp"])
+def test_editor_temp_files_are_ignored(repo, watch, name):
+    watcher = watch()
+    (repo / "challenges" / CHALLENGE / name).write_text("scratch")
+    assert watcher.settle(max(1.0, 4 * QUIET_S)) == 0
+
+
+def test_ctrl_c_stops_mkdocs_too(repo):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "runner.cli", "--root", str(repo), "serve", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/{CHALLENGE}/"
+        wait_for(url, "Segment every ellipsoid")
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=30)
+    assert server.returncode == 0
+    assert fetch(url) is None
+
+
+def test_serve_live_ends_when_mkdocs_exits(tmp_path):
+    """With nothing for `mkdocs serve` to serve (no mkdocs.yml) it exits; so does serve_live, with its code."""
+    code = ("import sys; from pathlib import Path; from runner.site import serve; "
+            "sys.exit(serve.serve_live(Path(sys.argv[1]), int(sys.argv[2]), lambda: None, [Path(sys.argv[1])]))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(free_port())], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "mkdocs.generated.yml" in done.stderr, done.stderr  # mkdocs's usage error, passed on
