@@ -25,7 +25,7 @@ COMMANDS = {
     "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank", "report": "report",
     "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
-    "schema": "schema",
+    "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 

@@ -12,10 +12,11 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import requests
 from github import Auth, Github, GithubException
+from github.Repository import Repository
 
 from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
@@ -53,7 +54,19 @@ class GitHub:
                               retry=0, seconds_between_requests=0.25 if pause else None,
                               seconds_between_writes=1.0 if pause else None, lazy=True)
         self.repository, self.retry, self.log = repository, retry, log
-        self._repo = self._client.get_repo(repository)  # lazy: objects load on first use
+        # Lazy: objects load on first use. No repository: a client for users only (GitHub.users).
+        self._repository = self._client.get_repo(repository) if repository else None
+
+    def _repo(self) -> Repository:
+        if self._repository is None:
+            raise GitHubError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+        return self._repository
+
+    @classmethod
+    def users(cls, *, api_url: str | None = None, **kwargs: Any) -> GitHub:
+        """A client for reading users (their public SSH keys) only, with Actions' token if there is one."""
+        return cls("", token=os.environ.get(ENV_TOKEN) or None,
+                   api_url=api_url or os.environ.get(ENV_API_URL) or API_URL, **kwargs)
 
     @classmethod
     def from_env(cls, repository: str | None = None, api_url: str | None = None, **kwargs) -> GitHub:
@@ -68,7 +81,7 @@ class GitHub:
 
     def pull(self, number: int) -> PullRequest:
         def read() -> PullRequest:
-            pr = self._repo.get_pull(number)
+            pr = self._repo().get_pull(number)
             return PullRequest(number=pr.number, title=pr.title, author=pr.user.login, head_sha=pr.head.sha,
                                base_ref=pr.base.ref, open=pr.state == "open", merged=pr.merged, url=pr.html_url)
         return self._call(f"reading pull request #{number}", read)
@@ -76,14 +89,14 @@ class GitHub:
     def changes(self, number: int) -> tuple[Change, ...]:
         def read() -> tuple[Change, ...]:
             return tuple(Change(f.filename, f.status, f.previous_filename)
-                         for f in self._repo.get_pull(number).get_files())
+                         for f in self._repo().get_pull(number).get_files())
         return self._call(f"listing the files of pull request #{number}", read)
 
     def content(self, path: str, ref: str) -> bytes | None:
         """A regular file's bytes at `ref`; None for anything else (GitHub reports a link leaving the
         repository as a symlink, and follows one that stays inside)."""
         def read() -> bytes | None:
-            found = self._repo.get_contents(path, ref=ref)
+            found = self._repo().get_contents(path, ref=ref)
             return found.decoded_content if not isinstance(found, list) and found.type == "file" else None
         return self._call(f"reading {path} at {ref[:12]}", read)
 
@@ -91,7 +104,7 @@ class GitHub:
         """Squash-merge exactly commit `sha` (GitHub refuses if the head moved); the merge commit's SHA.
         Squashing makes the commit that adds a submission GitHub's, so its time cannot be forged."""
         def merge() -> str:
-            status = self._repo.get_pull(number).merge(commit_title=title, commit_message=message,
+            status = self._repo().get_pull(number).merge(commit_title=title, commit_message=message,
                                                        merge_method="squash", sha=sha)
             if not status.merged:
                 raise GitHubError(f"merging pull request #{number}: {status.message}")
@@ -100,7 +113,7 @@ class GitHub:
 
     def pulls_for_commit(self, sha: str) -> list[int]:
         return self._call(f"finding the pull request of commit {sha[:12]}",
-                          lambda: [p.number for p in self._repo.get_commit(sha).get_pulls()])
+                          lambda: [p.number for p in self._repo().get_commit(sha).get_pulls()])
 
     def ssh_keys(self, login: str) -> list[str]:
         """The public SSH keys GitHub publishes for `login` (github.com/<login>.keys), to seal what
@@ -116,7 +129,7 @@ class GitHub:
         text = f"{marker}\n{body}"
 
         def upsert() -> str:
-            issue = self._repo.get_issue(number)
+            issue = self._repo().get_issue(number)
             mine = [c for c in issue.get_comments() if marker in c.body and c.user.type == "Bot"]
             if not mine:
                 issue.create_comment(text)
@@ -129,7 +142,7 @@ class GitHub:
 
     def set_labels(self, number: int, *, add: str, remove: tuple[str, ...] = ()) -> None:
         def label() -> None:
-            issue = self._repo.get_issue(number)
+            issue = self._repo().get_issue(number)
             have = {lb.name for lb in issue.get_labels()}
             for name in sorted(have & set(remove) - {add}):
                 issue.remove_from_labels(name)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
-from runner.tree.paths import CHALLENGES, RESULT_PATH
+from runner.tree.paths import CHALLENGES, RESULT_PATH, SEALED_PATH
 
 RESULTS = f":(glob){CHALLENGES}/*/results/**"
 BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
@@ -112,9 +112,9 @@ def commit_results(root: Path, *, message: str, remote: str = "origin", branch: 
     """Commit every new or changed result file and push it. When the push is refused because another
     runner pushed first, rebase on theirs (results are distinct files, so this never conflicts) and
     try again, waiting a little longer each time."""
-    # Only result records: a temporary file that a killed runner left beside one is never committed.
+    # Only result records and their sealed parts: a temporary file a killed runner left is never committed.
     written = [p for p in git(root, "ls-files", "-z", "--others", "--modified", "--exclude-standard",
-                              "--", RESULTS).split("\0") if RESULT_PATH.fullmatch(p)]
+                              "--", RESULTS).split("\0") if RESULT_PATH.fullmatch(p) or SEALED_PATH.fullmatch(p)]
     if not written:
         return Pushed(None)
     branch = branch or current_branch(root)

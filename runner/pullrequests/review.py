@@ -124,10 +124,23 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
 
 
 def result_comment(result: Result, phase: Phase, shown: Visibility) -> str:
-    """The comment on the submission's pull request: what `shown` (the visibility rule) allows."""
+    """The comment on the submission's pull request: what `shown` (the visibility rule) allows, and in
+    a debugging phase how to read one's own sealed logs."""
     key = f"`{result.participant}/{result.submission}` in phase {phase.title}"
+    logs = _logs_hint(result) if phase.give_algorithm_editors_job_view_permissions and result.algorithm else ""
     if result.status == "failed":
-        return f"### ❌ Evaluation of {key} failed\n\n{_fenced(result.error or '')}"
+        return f"### ❌ Evaluation of {key} failed\n\n{_fenced(result.error or '')}{logs}"
+    return _succeeded(result, phase, shown, key) + logs
+
+
+def _logs_hint(result: Result) -> str:
+    record = f"challenges/{result.challenge}/results/{result.phase}/{result.participant}/{result.submission}.json"
+    return ("\n\nYour containers' full logs are committed beside the result, sealed to the SSH keys of your GitHub "
+            f"account: `challenge logs {record} -i ~/.ssh/id_ed25519`, or "
+            f"`age -d -i ~/.ssh/id_ed25519 {record.removesuffix('.json')}.logs.age`.")
+
+
+def _succeeded(result: Result, phase: Phase, shown: Visibility, key: str) -> str:
     if not shown.scores:
         return f"### ✅ Evaluation of {key} succeeded, scores withheld\n\n{shown.note[0].upper()}{shown.note[1:]}."
     document = scored_document(result)

@@ -34,14 +34,14 @@ from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site.build import NAV_FILE
 from runner.site.facts import phase_facts
-from runner.tree.history import History, HistoryError
+from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import (
     Challenge,
     CombinedLeaderboard,
     Phase,
     Result,
 )
-from runner.tree.policy import visibility
+from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.reference import reference_markdown
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
@@ -57,9 +57,6 @@ METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median
 LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
           "most_recent": "each participant's most recent result is listed"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
-# What a result shows while its phase withholds scores: identity, dates, images, a failure's reason.
-WITHHELD_KEYS = ("challenge", "phase", "participant", "submission", "status", "created_at", "started_at",
-                 "finished_at", "error")
 
 
 @dataclass(frozen=True)
@@ -135,6 +132,7 @@ class _Run:
     memo: Memo
     now: dt.datetime
     wanted: dict[Path, bytes] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
 
 
 def environment(templates: Path) -> jinja2.Environment:
@@ -152,9 +150,11 @@ def cell(text: str) -> str:
 
 
 def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today: dt.date | None = None,
-             now: dt.datetime | None = None, cache: Path | None = None) -> list[Path]:
+             now: dt.datetime | None = None, cache: Path | None = None,
+             log: Callable[[str], None] = lambda line: None) -> list[Path]:
     """Write the whole staging folder; returns the files written or kept. Stale files are removed.
-    `cache` keeps history snapshots and bootstraps between runs (see Memo)."""
+    `cache` keeps history snapshots and bootstraps between runs (see Memo). Results are published as
+    `policy.public_record` allows now; what needed the publish key and did not have it is `log`ged."""
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
     run = _Run(environment(templates), History(store), Memo(cache), now)
@@ -169,6 +169,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
+    for line in run.left_out:
+        log(line)
     wanted[Path("index.md")] = _home(store, run.env, entries).encode()
     _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
@@ -210,18 +212,6 @@ def ranking_method(phase: Phase) -> str:
             "and one missing a ranked value is listed without a rank.")
 
 
-def public_result(result: Result, *, withheld: bool) -> dict[str, Any]:
-    """What the site publishes of a result (its run records stay dataclasses: `_json` writes them):
-    never full logs (a debugging phase's, meant for its participant alone), and while scores are
-    withheld nothing measured, since a phase may rank on time."""
-    data = {k: v for k, v in vars(result).items() if k != "logs"}
-    if not withheld:
-        return data
-    runs = {k: run and {"image": run.image, "image_id": run.image_id}
-            for k, run in (("algorithm", result.algorithm), ("evaluation", result.evaluation))}
-    return {**{k: data[k] for k in WITHHELD_KEYS}, "metrics": None, **runs}
-
-
 def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
@@ -239,7 +229,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     shown = visibility(phase, now=run.now)
     board = leaderboard(phase, results)
     if shown.scores:
-        table, header, snapshots = records(board), fields(phase), _snapshots(run, phase, folder)
+        table, header, snapshots = records(board), fields(phase), _snapshots(run, phase, folder, results)
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
@@ -254,28 +244,35 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     viewer = Path(challenge.slug, "results", phase.slug)
     run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
     for result in results:
-        published = public_result(result, withheld=not shown.scores)
+        published = {k: v for k, v in vars(public_record(result, phase, shown)).items() if k != "logs"}
         run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json(published)
+    if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and not r.metrics]):
+        run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
+                            "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
 
 
 def _render(run: _Run, template: str, **context: Any) -> bytes:
     return run.env.get_template(template).render(**context).encode()
 
 
-def _snapshots(run: _Run, phase: Phase, folder: Path) -> list[str]:
+def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result]) -> list[str]:
     """The table as it stood at the end of each day it changed, from git; none outside git.
-    Only results the public may see now appear (approvals, where auto-publish is off)."""
+    Only results the public may see now appear (approvals, where auto-publish is off). A result
+    committed as a public record without its scores takes them from `current` (unsealed now)."""
     try:
         snapshots = run.history.snapshots(phase.challenge, phase.slug)
     except HistoryError:
         return []
     store = run.history.store
     approvals = "" if phase.auto_publish_new_results else sorted(store.approvals(phase.challenge, phase.slug))
+    # Only a phase that withholds commits public records without scores; only its key depends on `whole`.
+    whole = {(r.participant, r.submission): r for r in current if not r.withheld} if withholds(phase) else {}
     for snap in snapshots:
-        def compute(snap=snap) -> bytes:
-            rows = records(leaderboard(phase, store.visible(phase, run.history.results(snap))))
+        def compute(snap: Snapshot = snap) -> bytes:
+            then = [whole.get((r.participant, r.submission), r) if r.withheld else r for r in run.history.results(snap)]
+            rows = records(leaderboard(phase, store.visible(phase, then)))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
-        key = f"snapshot {phase!r} {snap.commit} {approvals}"
+        key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)}"
         run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 

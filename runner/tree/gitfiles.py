@@ -27,4 +27,4 @@ def added(root: Path, rel: str) -> Added | None:
     words = done.stdout.split()
     if done.returncode != 0 or len(words) != 2:
         return None
-    return Added(words[0], dt.datetime.fromisoformat(words[1]).astimezone(dt.timezone.utc))
+    return Added(words[0], dt.datetime.fromisoformat(words[1]).astimezone(dt.UTC))

@@ -157,6 +157,14 @@ class Challenge:
         "rules) and an organizer merges it.")] = "open"
     combined_leaderboards: Annotated[tuple[CombinedLeaderboard, ...], meta(
         "Rankings over several phases, as grand-challenge's combined leaderboards.")] = ()
+    recipients: Annotated[tuple[Text, ...], meta(
+        "Who may open the sealed part of results (what a phase withholds from the public): organizers' public "
+        "keys, each an age key (age1...), an SSH key (ssh-ed25519 ...), or github:<login> for the SSH keys "
+        "GitHub publishes for that login.")] = ()
+    publish_key: Annotated[Text | None, meta(
+        "The site's public age key (age1...): sealed results are sealed to it too, so `challenge build` with "
+        "its secret (the CHALLENGE_PUBLISH_KEY Actions secret) publishes what the phases allow once they "
+        "allow it. `challenge keys new` makes one.")] = None
 
     def current_status(self, today: dt.date) -> str:
         """The written status, else one computed from the dates as OpenChallenges does."""
@@ -282,6 +290,9 @@ class PhaseOptions:
         default_factory=RankingOptions)
     best_of_last: Annotated[Whole | None, meta("Only each participant's last N results compete (L2L).",
                                                ge=1)] = None
+    display_all_metrics: Annotated[Bool, meta(
+        "false publishes only the leaderboard's columns of each result; everything else the evaluation wrote "
+        "(per-case values included) is sealed to the challenge's recipients.", gc="display_all_metrics")] = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -426,9 +437,15 @@ class Result:
     logs: dict[str, str] | None = None  # full logs, only in debugging phases (the participant's own)
     attempts: int = 1  # >1 when transient runner failures were retried
     runner_version: str = ""
+    # In a public record: what the phase withholds of this result, and until when. The whole result is
+    # then sealed beside it (<id>.sealed.age) for the challenge's recipients.
+    withheld: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=False, allow_nan=False) + "\n"
+        data = asdict(self)
+        if data["withheld"] is None:  # a whole result reads as it always did
+            del data["withheld"]
+        return json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:

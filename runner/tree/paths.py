@@ -24,6 +24,9 @@ SUBMISSION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/submissions/(?
                              r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.yml")
 RESULT_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>[^/]+)/"
                          r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.json")
+# The sealed parts beside a public record (tree/records.py): the whole result, a debugging phase's logs.
+SEALED_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>[^/]+)/"
+                         r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.(sealed|logs)\.age")
 REGISTRATION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
 RESULT_GLOB = f"{CHALLENGES}/*/results/*/*/*.json"
 SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"

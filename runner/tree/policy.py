@@ -1,16 +1,23 @@
 """What a phase allows now: whether it takes submissions, and what may be shown of a result.
 
-The one home of both rules. The pull-request rules ask `window`; the site, the pull-request
-comments and the leaderboard command ask `visibility`, so no two of them can disagree about a
-blind phase or an unapproved result.
+The one home of these rules. The pull-request rules ask `window`; the site, the pull-request
+comments and the leaderboard command ask `visibility`, and the store writes each result's public
+record through `public_record`, so no two of them can disagree about a blind phase, an unapproved
+result or a phase that shows only its leaderboard's columns.
+
+What always stays public of a result: who submitted what (the submission is a public pull
+request anyway), when, its status and a failure's one-line reason: the pull-request rules need the
+status (a parent phase passed, the limit per period), and the participant needs the reason.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from runner.tree.model import Phase
+from runner.tree.jsonpaths import compiled
+from runner.tree.model import Phase, Result, RunRecord, scored_document
 
 
 @dataclass(frozen=True)
@@ -58,9 +65,44 @@ def visibility(phase: Phase, *, now: dt.datetime, approved: bool = True) -> Visi
     return Visibility(True, True)
 
 
+def withholds(phase: Phase) -> bool:
+    """Whether the phase ever holds back part of a result, so results must be sealed for its recipients."""
+    return (not phase.public or not phase.auto_publish_new_results or phase.blind or not phase.display_all_metrics
+            or phase.give_algorithm_editors_job_view_permissions)
+
+
+def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
+    """The part of `result` that may be public now. Logs never are (a debugging phase seals them to
+    their participant); without scores, nothing measured is (a phase may rank on time); with
+    `display_all_metrics: false`, only the values of the leaderboard's columns are."""
+    if not shown.scores:
+        return replace(result, metrics=None, logs=None, algorithm=_image_only(result.algorithm),
+                       evaluation=_image_only(result.evaluation), withheld=shown.note)
+    if phase.display_all_metrics or result.status != "succeeded":
+        return replace(result, logs=None)
+    paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
+    kept = _only(scored_document(result), paths)
+    return replace(result, metrics=kept, logs=None, algorithm=_image_only(result.algorithm),
+                   evaluation=_image_only(result.evaluation),
+                   withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
+
+
+def _image_only(run: RunRecord | None) -> RunRecord | None:
+    return run and RunRecord(image=run.image, image_id=run.image_id)
+
+
+def _only(document: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """A copy of `document` holding only what `paths` (JSONPaths) match, at the same places."""
+    kept: dict[str, Any] = {}
+    for path in paths:
+        for match in compiled(path).find(document):
+            match.full_path.update_or_create(kept, match.value)
+    return kept
+
+
 def when(moment: dt.datetime, now: dt.datetime) -> str:
     """A UTC time and how far it is from now: '2027-12-31 23:59 UTC (3 days ago)'."""
-    stamp = moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     seconds = (moment - now).total_seconds()
     size = abs(seconds)
     for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Union
 
 import pyrage
 from pyrage import ssh, x25519
 
 from runner.errors import ChallengeError
 
-Recipient = Union[x25519.Recipient, ssh.Recipient]
-Identity = Union[x25519.Identity, ssh.Identity]
+Recipient = x25519.Recipient | ssh.Recipient
+Identity = x25519.Identity | ssh.Identity
 SSH_KINDS = ("ssh-ed25519", "ssh-rsa")
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import os
-import tempfile
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -29,16 +27,19 @@ from runner.tree.model import (
     load_submission,
 )
 from runner.tree.paths import TreePaths
-from runner.tree.policy import Visibility, visibility
+from runner.tree.people import load_teams
+from runner.tree.policy import Visibility, public_record, visibility, withholds
+from runner.tree.records import Keys, local_path, read_local, read_sealed, write_atomic, write_sealed
 
 
 class Store:
     """Reads `<root>/challenges/` and writes results into it."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, keys: Keys = Keys()):
         self.root = root.resolve()
         self.paths = TreePaths(self.root)
         self.base = self.paths.base
+        self.keys = keys  # to seal results, and to open sealed ones (an organizer's or the publish key)
 
     # --- challenges and phases -------------------------------------------------------------
 
@@ -108,11 +109,18 @@ class Store:
 
     def result(self, submission: Submission) -> Result | None:
         path = self.result_path(submission)
-        return load_result(path) if path.exists() else None
+        return self.read_result(path) if path.exists() else None
 
     def results(self, slug: str, phase: str) -> list[Result]:
+        """The phase's results: whole where the store's keys open their sealed part, else as public."""
         folder = self.paths.results(slug, phase)
-        return [load_result(p) for p in sorted(folder.glob("*/*.json"))]
+        return [self.read_result(p) for p in sorted(folder.glob("*/*.json"))]
+
+    def read_result(self, path: Path) -> Result:
+        public = load_result(path)
+        if not public.withheld:
+            return public
+        return read_local(self.root, path) or read_sealed(path, self.keys) or public
 
     def published(self, slug: str, phase: Phase | str) -> list[Result]:
         """The results the public may see: all of them, or, where the phase sets
@@ -139,21 +147,22 @@ class Store:
         path = self.paths.approvals_file(slug, phase)
         return set(load_approvals(path)) if path.is_file() else set()
 
-    def write_result(self, submission: Submission, result: Result) -> Path:
-        """Write through a temporary file and rename, so a reader never sees half a result."""
+    def write_result(self, submission: Submission, result: Result, *, now: dt.datetime | None = None) -> Path:
+        """Write the result's public record, after sealing what its phase withholds (`tree.records`);
+        each file through a temporary file and a rename, so a reader never sees half of one."""
         path = self.result_path(submission)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(result.to_json())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        phase = self.phase(submission.challenge, submission.phase)
+        if withholds(phase):
+            write_atomic(local_path(self.root, path), result.to_json().encode())
+            write_sealed(path, result, challenge=self.challenge(submission.challenge), keys=self.keys,
+                         participants=self.logins(submission.challenge, submission.participant))
+        public = public_record(result, phase, self.visibility(phase, result, now=now))
+        write_atomic(path, public.to_json().encode())
         return path
+
+    def logins(self, slug: str, participant: str) -> list[str]:
+        """The GitHub logins behind a participant folder: a team's members, or the login itself."""
+        return sorted(load_teams(self.paths.teams_file(slug)).get(participant, frozenset())) or [participant]
 
     @contextlib.contextmanager
     def lock(self, submission: Submission) -> Iterator[bool]:

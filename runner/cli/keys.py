@@ -1,0 +1,112 @@
+"""Organizers' keys: `challenge keys new`, `challenge unseal`, `challenge reseal`, `challenge logs`.
+
+What a phase withholds is committed sealed (runner/tree/records.py). These commands make the
+site's publish key, open a sealed result or a debugging phase's logs with one's own key, and seal
+every result again after the recipients changed or a key rotated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from runner.tree.records import Keys, logs_path, recipients, sealed_path, write_atomic
+from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
+from runner.tree.store import Store
+
+from .common import UsageError, err, out
+
+ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
+RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
+
+
+def register(sub) -> None:
+    keys = sub.add_parser("keys", help="the site's publish key")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    new = keys_sub.add_parser("new", help="make a publish key: print its secret (for the Actions secret) and its "
+                                          "public key (for challenge.yml)")
+    new.set_defaults(func=cmd_keys_new)
+    unseal_p = sub.add_parser("unseal", help="print a result whole, its sealed part opened with your key")
+    unseal_p.add_argument("result", type=Path, help=RECORD)
+    _identity(unseal_p)
+    unseal_p.set_defaults(func=cmd_unseal)
+    logs = sub.add_parser("logs", help="print a debugging phase's full logs of your submission, opened with your "
+                                       "SSH key")
+    logs.add_argument("result", type=Path, help=RECORD)
+    _identity(logs, default=Path.home() / ".ssh" / "id_ed25519")
+    logs.set_defaults(func=cmd_logs)
+    reseal = sub.add_parser("reseal", help="seal every sealed result again to the challenges' recipients now")
+    reseal.add_argument("--challenge", help="only this challenge")
+    _identity(reseal)
+    reseal.set_defaults(func=cmd_reseal)
+
+
+def _identity(parser: argparse.ArgumentParser, default: Path | None = None) -> None:
+    parser.add_argument("--identity", "-i", type=Path, default=default, required=default is None,
+                        help="a file with your private key: an age identity or an OpenSSH private key")
+
+
+def runner_keys() -> Keys:
+    """What the runner seals with: GitHub's public SSH keys of participants and github:<login>
+    recipients, read through the API (with Actions' GITHUB_TOKEN and GITHUB_API_URL when set)."""
+    return Keys(github_keys=_github_keys)
+
+
+def _github_keys(login: str) -> list[str]:
+    from runner.pullrequests.github import GitHub  # PyGithub only for runs that seal
+
+    return GitHub.users().ssh_keys(login)
+
+
+def publish_keys() -> Keys:
+    """The site's publish key from CHALLENGE_PUBLISH_KEY (the Actions secret), if it is set."""
+    secret = os.environ.get(ENV_PUBLISH_KEY, "").strip()
+    return Keys(identities=tuple(identities([secret]))) if secret else Keys()
+
+
+def cmd_keys_new(args: argparse.Namespace) -> int:
+    secret, public = new_identity()
+    err.print(f"Store the first line as the repository's Actions secret {ENV_PUBLISH_KEY} (never commit it), and "
+              "the second as publish_key in each challenge.yml; then `challenge reseal` with an organizer's key.")
+    out.print(secret, markup=False)
+    out.print(public, markup=False)
+    return 0
+
+
+def cmd_unseal(args: argparse.Namespace) -> int:
+    keys = read_identity_file(args.identity)
+    path = args.result.resolve()
+    data = unseal(_sealed(sealed_path(path)), keys, where=str(sealed_path(path)))
+    out.print(json.dumps(json.loads(data), indent=2), markup=False)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    path = args.result.resolve()
+    logs = json.loads(unseal(_sealed(logs_path(path)), read_identity_file(args.identity), where=str(logs_path(path))))
+    for stage, text in logs.items():
+        out.print(f"== {stage}", markup=False)
+        out.print(text, markup=False, highlight=False)
+    return 0
+
+
+def cmd_reseal(args: argparse.Namespace) -> int:
+    mine = read_identity_file(args.identity)
+    store = Store(args.root)
+    slugs = [args.challenge] if args.challenge else store.slugs()
+    count = 0
+    for slug in slugs:
+        readers = recipients(store.challenge(slug), Keys(), publish=True)
+        for path in sorted(store.base.glob(f"{slug}/results/*/*/*.sealed.age")):
+            write_atomic(path, seal(unseal(path.read_bytes(), mine, where=str(path)), readers))
+            count += 1
+    out.print(f"{count} sealed result(s) sealed again to the recipients now in challenge.yml")
+    return 0
+
+
+def _sealed(path: Path) -> bytes:
+    if not path.is_file():
+        raise UsageError(f"{path} does not exist: this result has no sealed part (nothing of it is withheld)")
+    return path.read_bytes()

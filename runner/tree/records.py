@@ -1,0 +1,123 @@
+"""Result records on disk: the public record everyone reads, and the sealed ones beside it.
+
+The repository is public, so a result whose phase withholds anything is written as three files:
+
+    results/<phase>/<participant>/<id>.json         the public record (`policy.public_record`)
+    results/<phase>/<participant>/<id>.sealed.age   the whole result but its logs, sealed to the
+                                                    challenge's recipients and the site's publish key
+    results/<phase>/<participant>/<id>.logs.age     a debugging phase's full logs, sealed to the
+                                                    participant's SSH keys (from GitHub) and the organizers
+
+Sealed files are written first and the public record last, with a rename each, so a runner killed
+in between leaves the submission pending and the next run writes all three again.
+
+The runner also keeps the whole result, in plain text, under `build/withheld/` of its own checkout
+(git-ignored, never committed): so nothing is lost when a challenge names no recipients yet
+(`challenge check` says so), and a site built on the runner publishes what the phases allow
+without needing the publish key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.tree.model import Challenge, Result
+from runner.tree.sealing import SSH_KINDS, Identity, Recipient, SealError, recipient, seal, unseal
+
+GITHUB = "github:"
+SEALED, LOGS = ".sealed.age", ".logs.age"
+
+
+@dataclass(frozen=True)
+class Keys:
+    """What a store holds to seal and open results: its private keys (an organizer's, the site's
+    publish key), and how to read the public SSH keys GitHub publishes for a login."""
+
+    identities: tuple[Identity, ...] = ()
+    github_keys: Callable[[str], list[str]] | None = None
+
+    def logins(self, login: str) -> list[str]:
+        if self.github_keys is None:
+            raise SealError(f"sealing for {GITHUB}{login} needs GitHub: give the runner GitHub access "
+                            "(GITHUB_TOKEN, --api-url) or write the key itself in recipients")
+        return self.github_keys(login)
+
+
+def sealed_path(public: Path) -> Path:
+    return public.with_name(public.name.removesuffix(".json") + SEALED)
+
+
+def logs_path(public: Path) -> Path:
+    return public.with_name(public.name.removesuffix(".json") + LOGS)
+
+
+def recipients(challenge: Challenge, keys: Keys, *, publish: bool) -> list[Recipient]:
+    """The organizers' keys (github:<login> read through GitHub), and the site's publish key."""
+    found: list[Recipient] = []
+    for i, text in enumerate(challenge.recipients):
+        where = f"{challenge.slug}/challenge.yml: recipients[{i}]"
+        if text.startswith(GITHUB):
+            found += [recipient(key, where=where) for key in keys.logins(text.removeprefix(GITHUB))]
+        else:
+            found.append(recipient(text, where=where))
+    if publish and challenge.publish_key:
+        found.append(recipient(challenge.publish_key, where=f"{challenge.slug}/challenge.yml: publish_key"))
+    return found
+
+
+def local_path(root: Path, public: Path) -> Path:
+    """Where the runner keeps the whole result of the public record `public`, outside git."""
+    return root / "build" / "withheld" / public.relative_to(root)
+
+
+def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Keys, participants: list[str]) -> None:
+    """The sealed record, and the logs sealed to `participants` (GitHub logins) where there are logs;
+    nothing when the challenge names nobody to seal to (the runner's local copy keeps it all)."""
+    organizers = recipients(challenge, keys, publish=False)
+    everyone = recipients(challenge, keys, publish=True)
+    if not everyone:
+        return
+    whole = Result.from_dict({**json.loads(result.to_json()), "logs": None})
+    write_atomic(sealed_path(public), seal(whole.to_json().encode(), everyone))
+    if result.logs:
+        # A participant with no SSH key on GitHub cannot read them; the organizers still can.
+        own = [recipient(key, where=f"GitHub's keys of {login}") for login in participants
+               for key in keys.logins(login) if key.split(" ", 1)[0] in SSH_KINDS]
+        if own + organizers:
+            write_atomic(logs_path(public), seal(json.dumps(result.logs, indent=2).encode(), own + organizers))
+
+
+def read_local(root: Path, public: Path) -> Result | None:
+    path = local_path(root, public)
+    return Result.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+
+
+def read_sealed(public: Path, keys: Keys) -> Result | None:
+    """The whole result sealed beside a public record, if one of `keys` opens it; else None."""
+    path = sealed_path(public)
+    if not keys.identities or not path.is_file():
+        return None
+    try:
+        return Result.from_dict(json.loads(unseal(path.read_bytes(), keys.identities, where=str(path))))
+    except SealError:
+        return None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Through a temporary file and a rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
