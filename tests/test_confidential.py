@@ -195,3 +195,13 @@ def test_each_participant_reads_their_own_logs_and_nobody_elses(world, repo, cap
     assert f"log-debugging-alice-{secret('debugging', 'alice', 'log')}" in capsys.readouterr().out
     assert main(["--root", str(repo), "logs", str(record), "--identity", str(bob_key)]) == 1
     assert "none of the given keys opens it" in capsys.readouterr().err
+
+
+def test_the_organizers_leaderboard_holds_everything(world, repo, capsys):
+    clone = fresh_clone(repo)  # no runner copies: only the key opens the sealed parts
+    assert main(["--root", str(clone), "leaderboard", CHALLENGE, "blind", "--format", "json"]) == 0
+    assert all(row["Dice (mean)"] is None for row in json.loads(capsys.readouterr().out))
+    assert main(["--root", str(clone), "leaderboard", CHALLENGE, "blind", "--format", "json",
+                 "--identity", str(world["organizer"])]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted(row["Dice (mean)"] for row in rows) == sorted(secret("blind", p, "mean") for p in PARTICIPANTS)

@@ -25,6 +25,7 @@ from runner.tree.model import Submission
 from runner.tree.store import Store
 
 from .common import UsageError, err, out
+from .keys import runner_keys
 
 ENV_GPUS = "CHALLENGE_GPUS"
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
@@ -52,7 +53,7 @@ def register(sub) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    store = Store(args.root)
+    store = Store(args.root, keys=runner_keys())  # seals what phases withhold (GitHub's SSH keys)
     if args.pending == bool(args.submissions):
         raise UsageError("give submission files or --pending (one of the two)")
     if args.data_root is None:

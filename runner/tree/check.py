@@ -31,8 +31,11 @@ from runner.tree.model import (
     scored_document,
 )
 from runner.tree.people import load_registration, load_teams
+from runner.tree.policy import withholds
+from runner.tree.records import GITHUB
 from runner.tree.schema_parse import each_problem
 from runner.tree.schema_types import LOGIN, NAME
+from runner.tree.sealing import SealError, recipient
 from runner.tree.store import Store
 
 KNOWN = "a challenge, phase, submission, result, approvals, teams or registration file"
@@ -115,15 +118,30 @@ class _Checker:
     def challenge(self, path: Path) -> None:
         challenge = load_challenge(path)
         phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
+        for i, text in enumerate(challenge.recipients):
+            if not text.startswith(GITHUB):
+                self._key(path, ("recipients", i), text)
+        if challenge.publish_key:
+            self._key(path, ("publish_key",), challenge.publish_key)
         for i, board in enumerate(challenge.combined_leaderboards):
             for j, (phase, _) in enumerate(board.phases):
                 if phase not in phases:
                     self.problem(path, ("combined_leaderboards", i, "phases", j, "phase"),
                                  f"no phase {phase!r} in this challenge")
 
+    def _key(self, path: Path, key: Key, text: str) -> None:
+        try:
+            recipient(text)
+        except SealError as exc:
+            self.problem(path, key, str(exc).removeprefix("recipient: "))
+
     def phase(self, path: Path) -> None:
         slug = path.parent.parent.name
         phase = load_phase(path, slug)
+        if withholds(phase) and not self._sealable(slug):
+            self.problem(path, None, f"this phase withholds part of its results, but challenges/{slug}/challenge.yml "
+                                     "names no recipients or publish_key to seal them to: add the organizers' keys "
+                                     "(recipients) and the site's publish_key (`challenge keys new`)")
         if phase.parent and not (path.parent / f"{phase.parent}.yml").is_file():
             self.problem(path, ("parent",), f"no phase {phase.parent!r} in this challenge")
         cycle = self._cycle(slug, phase)
@@ -133,6 +151,13 @@ class _Checker:
         if not phase.evaluation_image and not (self.store.base / slug / "evaluation" / "Dockerfile").is_file():
             self.unevaluated.setdefault(slug, []).append(phase.slug)
         self.report.warnings.extend(score_path_warnings(path, phase, self._results(slug, phase.slug)))
+
+    def _sealable(self, slug: str) -> bool:
+        try:
+            challenge = self.store.challenge(slug)
+        except ModelError:
+            return True  # the challenge's own problems are reported with it
+        return bool(challenge.recipients or challenge.publish_key)
 
     def _cycle(self, slug: str, phase: Phase) -> list[str]:
         """The phases from `phase` back to itself by parents, if they go round (readable ones only)."""

@@ -8,17 +8,23 @@ import json
 import pytest
 
 from runner.cli import main
-from runner.execution.images import build
+from runner.tree.sealing import identities, new_identity, unseal
 from tests.github_server import OWNER_REPO, git
-from tests.helpers import CHALLENGE, PHASE, REPO
+from tests.helpers import CHALLENGE, PHASE, REPO, edit_yaml, phase_file
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="session")
-def baseline_image(docker_client, base_image) -> str:
-    return build(docker_client, REPO / "challenges" / CHALLENGE / "examples" / "baseline",
-                 name="challenge-test/baseline", base=base_image)
+def baseline_image(engine, base_image) -> str:
+    return engine.build(REPO / "challenges" / CHALLENGE / "examples" / "baseline", name="challenge-test/baseline",
+                        base=base_image)
+
+
+def dry_run(github, origin, tmp_path, data_root, base_image) -> tuple[int, str]:
+    return main(["--root", str(tmp_path), "dry-run", "--pr", "1", "--remote", str(origin), "--api-url", github.url,
+                 "--repo", OWNER_REPO, "--data-root", str(data_root), "--base-image", base_image,
+                 "--workspace", str(tmp_path / "dry-run")])
 
 
 def test_a_fork_submission_goes_all_the_way(github, origin, tmp_path, data_root, base_image, baseline_image,
@@ -26,9 +32,7 @@ def test_a_fork_submission_goes_all_the_way(github, origin, tmp_path, data_root,
     path = f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v1.yml"
     pull = github.open_pull("alice", {path: f"phase: {PHASE}\nimage: {baseline_image}\ntitle: Baseline\n"})
     workspace = tmp_path / "dry-run"
-    code = main(["--root", str(tmp_path), "dry-run", "--pr", "1", "--remote", str(origin), "--api-url", github.url,
-                 "--repo", OWNER_REPO, "--data-root", str(data_root), "--base-image", base_image,
-                 "--workspace", str(workspace)])
+    code = dry_run(github, origin, tmp_path, data_root, base_image)
     printed = capsys.readouterr().out
     assert code == 0, printed
     steps = [line for line in printed.splitlines() if line.startswith(("== ", "$ challenge "))]
@@ -47,3 +51,27 @@ def test_a_fork_submission_goes_all_the_way(github, origin, tmp_path, data_root,
     assert stored["status"] == "succeeded" and 0 < stored["metrics"]["aggregates"]["dice"]["mean"] <= 1
     assert git(origin, "log", "-1", "--format=%s", "main") == "Results of shard 1/1 (dry run)"
     assert (workspace / "main" / "build" / "site" / "index.html").is_file()
+
+
+def test_a_blind_phases_scores_stay_sealed_all_the_way(github, origin, repo, tmp_path, data_root, base_image,
+                                                       baseline_image, capsys):
+    """The same walk in a blind phase: the scores are committed sealed only, the comment withholds
+    them, the site built without the key shows none, and the organizer's key opens them."""
+    organizer, publish = new_identity(), new_identity()
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=[organizer[1]], publish_key=publish[1])
+    edit_yaml(phase_file(repo), blind=True)
+    git(repo, "commit", "--quiet", "-am", "A blind phase, sealed for the organizers")
+    git(repo, "push", "--quiet", "origin", "main")
+    path = f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v1.yml"
+    pull = github.open_pull("alice", {path: f"phase: {PHASE}\nimage: {baseline_image}\ntitle: Baseline\n"})
+    code = dry_run(github, origin, tmp_path, data_root, base_image)
+    assert code == 0, capsys.readouterr().out
+    assert "scores withheld" in pull.comments[-1]["body"]
+    record = f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1"
+    sealed = git(origin, "show", f"main:{record}.sealed.age").encode()
+    whole = json.loads(unseal(sealed, identities([organizer[0]]), where=record))
+    score = repr(whole["metrics"]["aggregates"]["dice"]["mean"])
+    assert json.loads(git(origin, "show", f"main:{record}.json"))["metrics"] is None
+    assert score not in git(origin, "log", "-p", "--all")
+    site = tmp_path / "dry-run" / "main" / "build" / "site"
+    assert not [p for p in site.rglob("*") if p.is_file() and score in p.read_text(errors="replace")]

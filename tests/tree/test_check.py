@@ -10,7 +10,7 @@ from pathlib import Path
 from runner.cli import main
 from runner.tree.check import check
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, add_result, phase_file, write_submission
+from tests.helpers import CHALLENGE, add_result, edit_yaml, phase_file, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -174,3 +174,13 @@ def test_one_file_that_is_not_ours(repo, capsys):
     assert run_check(repo, capsys, str(page)) == (
         1, [f"{page}: is not a challenge, phase, submission, result, approvals, teams or registration file"],
         "1 problem found\n")
+
+
+def test_a_withholding_phase_needs_someone_to_seal_for(repo, capsys):
+    edit_yaml(phase_file(repo), blind=True)
+    code, lines, _ = run_check(repo, capsys)
+    assert code == 1 and lines[0].startswith(f"{phase_file(repo)}: this phase withholds part of its results, but "
+                                             f"challenges/{CHALLENGE}/challenge.yml names no recipients")
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=["github:alice", "age1nope"])
+    code, lines, _ = run_check(repo, capsys)
+    assert code == 1 and len(lines) == 1 and "recipients[1]: not a valid public key" in lines[0]
