@@ -7,14 +7,15 @@ import re
 from functools import cache
 from typing import Any
 
-import jsonpath_ng
+from jsonpath_ng.jsonpath import JSONPath
+from jsonpath_ng.parser import parse
 
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @cache
-def compiled(path: str):
-    return jsonpath_ng.parse(path)
+def compiled(path: str) -> JSONPath:
+    return parse(path)
 
 
 def lookup(document: Any, path: str | None) -> float | None:

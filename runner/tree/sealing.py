@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 import pyrage
 from pyrage import ssh, x25519
 
 from runner.errors import ChallengeError
 
-Recipient = x25519.Recipient | ssh.Recipient
-Identity = x25519.Identity | ssh.Identity
+# pyrage publishes no types: to mypy these are Any, to readers they say what is meant.
+Recipient: TypeAlias = "x25519.Recipient | ssh.Recipient"
+Identity: TypeAlias = "x25519.Identity | ssh.Identity"
 SSH_KINDS = ("ssh-ed25519", "ssh-rsa")
 
 
