@@ -25,6 +25,7 @@ COMMANDS = {
     "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank", "report": "report",
     "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
+    "new": "new", "try": "tryout", "data": "data",
     "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)

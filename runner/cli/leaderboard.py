@@ -11,6 +11,7 @@ from rich.table import Table
 
 from runner.ranking.leaderboard import combined, leaderboard
 from runner.ranking.tables import fields, fmt, records, to_csv
+from runner.tree.exclusions import exclusions
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.model import CombinedLeaderboard, Result
 from runner.tree.records import Keys
@@ -43,7 +44,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if spec is not None:
         return _combined(store, args, spec)
     phase = store.phase(args.challenge, args.phase)
-    board = leaderboard(phase, _results(store, args))
+    board = leaderboard(phase, _results(store, args), excluded=exclusions(store.paths, args.challenge, phase.slug))
     if args.format == "json":
         print(json.dumps(records(board), indent=2))
     elif args.format == "csv":
@@ -61,7 +62,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard) -> int:
     """A combined leaderboard of the challenge, named in place of a phase."""
-    boards = {slug: leaderboard(store.phase(args.challenge, slug), store.results(args.challenge, slug))
+    boards = {slug: leaderboard(store.phase(args.challenge, slug), store.results(args.challenge, slug),
+                                excluded=exclusions(store.paths, args.challenge, slug))
               for slug, _ in spec.phases}
     rows = [{"rank": r.rank, "participant": r.participant, **dict(zip((s for s, _ in spec.phases), r.phase_ranks)),
              "combined": r.value} for r in combined(spec, boards)]

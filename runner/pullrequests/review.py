@@ -25,6 +25,7 @@ from runner.tree.store import Store
 
 VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
 LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration"}
+NOTE_LABEL = "organizers: same image"  # beside the verdict's label, while the verdict has notes
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ def review(hub: GitHub, store: Store, *, number: int, head_sha: str, base: str, 
                                  body=verdict_comment(verdict, merged=merged, merge_error=merge_error))
     label = _label(verdict)
     hub.set_labels(number, add=label, remove=tuple(v for v in LABELS.values() if v != label))
+    if verdict.notes:
+        hub.set_labels(number, add=NOTE_LABEL)
     return Review(number, verdict, comment, merged, merge_error=merge_error)
 
 
@@ -93,7 +96,15 @@ def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error:
                 f"{merge_error}\n\nAn organizer will look at it.")
     state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
     return (f"### ✅ Submission `{verdict.path}` accepted\n\n{state}. "
-            "The result is posted here when the evaluation is done.")
+            "The result is posted here when the evaluation is done." + _notes(verdict))
+
+
+def _notes(verdict: Verdict) -> str:
+    """The verdict's notes for organizers; they never stop a submission."""
+    if not verdict.notes:
+        return ""
+    return "\n\n**For the organizers** (this does not stop the submission):\n\n" + "\n".join(
+        f"- {note}" for note in verdict.notes)
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -147,8 +158,10 @@ def _succeeded(result: Result, phase: Phase, shown: Visibility, key: str) -> str
     header = " | ".join(c.title for c in phase.columns)
     values = " | ".join(fmt(lookup(document, c.path), phase.score_decimal_places) for c in phase.columns)
     rule = " | ".join("---:" for _ in phase.columns)
+    reported = ("These metrics are self-reported: they are your own, computed on the public data, and the "
+                "evaluation checked their shape only. " if phase.self_reported else "")
     return (f"### ✅ Evaluation of {key} succeeded\n\n| {header} |\n| {rule} |\n| {values} |\n\n"
-            "The leaderboard shows it once the site is rebuilt.")
+            f"{reported}The leaderboard shows it once the site is rebuilt.")
 
 
 def _fenced(text: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from runner.tree.details import supplementary_problem
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import (
     NAME,
@@ -30,6 +31,7 @@ from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import plural, when, window
 from runner.tree.references import image_refusal
+from runner.tree.sharing import describe, image_identity, same_image
 from runner.tree.store import Store
 
 MAX_LISTED = 10  # other changed files named one by one; the rest are counted
@@ -59,6 +61,7 @@ class Verdict:
     kind: str  # submission, registration, or unknown (neither could be found)
     path: str | None
     problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # for organizers, never a refusal (the same image as another participant's)
 
     @property
     def ok(self) -> bool:
@@ -71,9 +74,10 @@ def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_ima
     if target is None:
         return Verdict("unknown", None, tuple(_unknown(proposal.changes)))
     if match := REGISTRATION_PATH.fullmatch(target.path):
-        problems = _registration_file(store, proposal, target, match)
+        problems = _registration_file(store, proposal, target, match, now)
         return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
-    return Verdict("submission", target.path, tuple(_submission(store, proposal, target, now, allow_local_images)))
+    refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
+    return Verdict("submission", target.path, refusals, () if refusals else tuple(_notes(store, proposal, target)))
 
 
 def _target(changes: tuple[Change, ...]) -> Change | None:
@@ -94,9 +98,10 @@ def _unknown(changes: tuple[Change, ...]) -> list[str]:
     return [f"this pull request adds no submission: add one file at {WHERE}"]
 
 
-def _others(changes: tuple[Change, ...], target: Change, companion: str | None = None) -> list[str]:
-    """One line per file the pull request changes besides its own file (and a predictions file it adds)."""
-    others = [c for c in changes if c is not target and not (c.path == companion and c.status == "added")]
+def _others(changes: tuple[Change, ...], target: Change, companions: tuple[str, ...] = ()) -> list[str]:
+    """One line per file the pull request changes besides its own file (and the files it adds beside it:
+    predictions, a supplementary PDF)."""
+    others = [c for c in changes if c is not target and not (c.path in companions and c.status == "added")]
     verbs = {"added": "adds", "removed": "removes", "renamed": "renames"}
     lines = [f"{c.path}: this pull request {verbs.get(c.status, 'changes')} it, but a submission pull request "
              "adds one file and changes nothing else" for c in others[:MAX_LISTED]]
@@ -125,14 +130,14 @@ def _submission(store: Store, proposal: Proposal, target: Change, now: dt.dateti
         return [*_others(proposal.changes, target), *problems]
     phase = store.phase(slug, match["phase"])
     try:
-        submission = _proposed_file(proposal, target.path, lambda path: load_submission(
-            path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind))
-        content = _image(submission, target.path, phase, allow_local)
+        submission = _load(proposal, target.path, slug=slug, phase=phase, participant=participant)
+        content = [*_image(submission, target.path, phase, allow_local),
+                   *_supplementary(store, proposal, target.path, submission)]
     except ModelError as exc:
         submission, content = None, [str(exc)]
-    return [*_others(proposal.changes, target, _companion(target.path, submission)),
+    return [*_others(proposal.changes, target, _companions(target.path, submission)),
             *_identity(store, slug, participant, proposal.author),
-            *_registered(store, store.challenge(slug), proposal.author), *content,
+            *_registered(store, store.challenge(slug), proposal.author, now), *content,
             *_window(phase, now), *_parent(store, phase, participant), *_limit(store, phase, participant, sub_id, now)]
 
 
@@ -191,11 +196,49 @@ def _image(submission: Submission, rel: str, phase: Phase, allow_local: bool) ->
     return []
 
 
-def _companion(rel: str, submission: Submission | None) -> str | None:
-    """A predictions file committed next to its submission, the one other file the PR may add."""
-    if submission is None or not submission.predictions or ".." in PurePosixPath(submission.predictions).parts:
-        return None
-    return str(PurePosixPath(rel).parent / submission.predictions)
+def _companions(rel: str, submission: Submission | None) -> tuple[str, ...]:
+    """The files committed next to a submission (its predictions, its supplementary PDF): the other
+    files its pull request may add."""
+    if submission is None:
+        return ()
+    extra = submission.supplementary.file if submission.supplementary else None
+    return tuple(str(PurePosixPath(rel).parent / name) for name in (submission.predictions, extra)
+                 if name and ".." not in PurePosixPath(name).parts)
+
+
+def _load(proposal: Proposal, rel: str, *, slug: str, phase: Phase, participant: str) -> Submission:
+    return _proposed_file(proposal, rel, lambda path: load_submission(
+        path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind,
+        supplementary=phase.supplementary_file_choice))
+
+
+def _supplementary(store: Store, proposal: Proposal, rel: str, submission: Submission) -> list[str]:
+    """The supplementary PDF the submission pins, as the pull request adds it beside the file (or as the
+    default branch already has it there)."""
+    if submission.supplementary is None:
+        return []
+    name = submission.supplementary.file
+    if "/" in name:
+        return [f"{rel}: supplementary.file: name a file beside the submission, not a path ({name!r})"]
+    path = str(PurePosixPath(rel).parent / name)
+    added = any(c.path == path and c.status == "added" for c in proposal.changes)
+    data = proposal.read(path) if added or (store.root / path).is_file() else None
+    problem = supplementary_problem(data, submission.supplementary.sha256, name=name)
+    return [f"{rel}: supplementary.{problem.field}: {problem.message}"] if problem else []
+
+
+def _notes(store: Store, proposal: Proposal, target: Change) -> list[str]:
+    """What organizers should know of a valid submission: another participant submitted the same image."""
+    match = SUBMISSION_PATH.fullmatch(target.path)
+    assert match is not None  # the target is a submission's path
+    phase = store.phase(match["challenge"], match["phase"])
+    submission = _load(proposal, target.path, slug=match["challenge"], phase=phase,
+                       participant=match["participant"])
+    others = same_image(store, submission)
+    if not others:
+        return []
+    return [f"the same image ({image_identity(submission.image or '')}) was also submitted by "
+            f"{describe(others, store.root)}: organizers, see whether this is one team (teams.yml) or shared work"]
 
 
 # --- the phase's rules -------------------------------------------------------------------------
@@ -244,11 +287,14 @@ def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.da
 # --- registrations -----------------------------------------------------------------------------
 
 
-def _registered(store: Store, challenge: Challenge, author: str) -> list[str]:
+def _registered(store: Store, challenge: Challenge, author: str, now: dt.datetime) -> list[str]:
     if challenge.registration != "required":
         return []
     folder = store.paths.registrations(challenge.slug)
     found = [p for p in folder.glob("*.yml") if p.stem.lower() == author.lower()]
+    if not found and (closed := _registration_closed(challenge, now)):
+        return [f"challenge {challenge.name!r} requires registration, and {closed}: only participants registered "
+                "before then may submit"]
     if not found:
         rel = folder.relative_to(store.root) / f"{author}.yml"
         return [f"challenge {challenge.name!r} requires registration: open a pull request adding {rel} "
@@ -260,7 +306,14 @@ def _registered(store: Store, challenge: Challenge, author: str) -> list[str]:
     return []
 
 
-def _registration_file(store: Store, proposal: Proposal, target: Change, match: re.Match[str]) -> list[str]:
+def _registration_closed(challenge: Challenge, now: dt.datetime) -> str | None:
+    """'registration closed on <when>' once the challenge's registration deadline has passed."""
+    closes = challenge.registration_closes_at
+    return f"registration closed on {when(closes, now)}" if closes and now >= closes else None
+
+
+def _registration_file(store: Store, proposal: Proposal, target: Change, match: re.Match[str],
+                       now: dt.datetime) -> list[str]:
     slug, login = match["challenge"], match["login"]
     if problems := _not_added(target) or _where_challenge(store, slug):
         return problems
@@ -270,6 +323,8 @@ def _registration_file(store: Store, proposal: Proposal, target: Change, match: 
                         f"challenges/{slug}/registrations/{proposal.author}.yml")
     if store.challenge(slug).registration != "required":
         problems.append(f"challenge {slug!r} needs no registration: submit directly")
+    elif closed := _registration_closed(store.challenge(slug), now):
+        problems.append(f"challenge {slug!r}: {closed}")
     try:
         _proposed_file(proposal, target.path, load_registration)
     except ModelError as exc:

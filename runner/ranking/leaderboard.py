@@ -4,20 +4,30 @@ Pure functions over plain data (see ../shared/reference/README.md, "grand-challe
 leaderboard ranking"): per ranked metric a standard competition rank (1, 2, 2, 4); "absolute" ranks
 on the score alone, "mean"/"median" combine the per-metric ranks; a result missing any ranked
 metric is unranked, never first; "best" ranks everything, keeps each participant's best, ranks again.
+challengeR's methods rank the score's per-case values, and FLARE's "rank then average" the phase's
+`ranking_metrics` per case (section "FLARE" of the same README).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
-from runner.tree.jsonpaths import lookup, lookup_all
-from runner.tree.model import CASE_METHODS, CombinedLeaderboard, Phase, Result, scored_document
+from runner.tree.jsonpaths import compiled, lookup, lookup_all
+from runner.tree.model import (
+    CASE_METHODS,
+    RANK_THEN_AVERAGE,
+    CombinedLeaderboard,
+    Phase,
+    Result,
+    scored_document,
+)
 
 if TYPE_CHECKING:
     from runner.ranking.methods import RankSpec
@@ -33,6 +43,15 @@ class Row:
     rank: int | None = None
     rank_score: float | None = None
     case_values: tuple[tuple[str, float], ...] = ()  # the score per case, for challengeR's methods
+    # each of the phase's ranking_metrics per case (case name, value), for FLARE's rank-then-average
+    metric_values: tuple[tuple[tuple[str, float], ...], ...] = ()
+
+
+class Excluded(NamedTuple):
+    """A result an organizer took out of the rankings (exclusions/<phase>.yml), listed apart."""
+
+    result: Result
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -40,6 +59,7 @@ class Leaderboard:
     phase: Phase
     rows: list[Row]  # ranked first (by rank), then unranked
     failed: list[Result] = field(default_factory=list)
+    excluded: list[Excluded] = field(default_factory=list)
 
 
 def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
@@ -53,6 +73,8 @@ def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
     """Rank rows with the phase's method; rows missing any ranked value stay unranked."""
     if phase.scoring_method_choice in CASE_METHODS:
         return _rank_cases(rows, phase)
+    if phase.scoring_method_choice == RANK_THEN_AVERAGE:
+        return _rank_metrics(rows, phase)
     columns, method = phase.columns, phase.scoring_method_choice
     ranked_idx = [i for i, c in enumerate(columns) if i == 0 or not c.exclude_from_ranking]
     complete = [r for r in rows if all(r.values[i] is not None for i in ranked_idx)]
@@ -78,13 +100,61 @@ def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
     complete = [r for r in rows if r.case_values]
     if not complete:
         return _unranked(rows, complete)
-    frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete) for case, value in r.case_values],
-                         columns=["task", "case", "algorithm", "value"])
+    frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete)
+                          for case, value in r.case_values], columns=["task", "case", "algorithm", "value"])
     table = rank(frame, rank_spec(phase)).set_index("algorithm")
     kept = [(r, table.loc[str(i)]) for i, r in enumerate(complete) if str(i) in table.index]
     rows_kept = [r for r, _ in kept]
     return (_sorted(rows_kept, [int(t["rank"]) for _, t in kept], [float(t["value"]) for _, t in kept])
             + _unranked(rows, rows_kept))
+
+
+def _rank_metrics(rows: list[Row], phase: Phase) -> list[Row]:
+    """FLARE's rank then average over the phase's ranking_metrics: every case any result has, each
+    result ranked on each metric in each case (a missing value, or a case the result lacks, ranks
+    last), then the weighted mean of a result's ranks divided by the number of results; the row's
+    rank_score is that number, smaller is better. A result with no value at all is unranked."""
+    from runner.ranking.methods import Metric, flare_rank
+
+    complete = [r for r in rows if any(not math.isnan(v) for metric in r.metric_values for _, v in metric)]
+    if not complete:
+        return _unranked(rows, [])
+    metrics = [Metric(str(j), smaller_better=m.order == "asc", weight=m.weight)
+               for j, m in enumerate(phase.ranking_metrics)]
+    table = flare_rank(_metrics_frame(complete), metrics, ties=phase.ranking_options.ties)
+    by_row = dict(zip(table["algorithm"], table["value"]))
+    scores = [float(by_row[str(i)]) for i in range(len(complete))]
+    return _sorted(complete, competition_ranks(scores, descending=False), scores) + _unranked(rows, complete)
+
+
+def _metrics_frame(rows: list[Row]) -> pd.DataFrame:
+    """flare_rank's long format: one row per result (its index), metric (its index) and case, for
+    every case any result has; a value a result lacks is NaN, which ranks last."""
+    cases = list(dict.fromkeys(case for r in rows for metric in r.metric_values for case, _ in metric))
+    records = []
+    for i, row in enumerate(rows):
+        for j, pairs in enumerate(row.metric_values):
+            given = dict(pairs)
+            records += [("phase", case, str(i), str(j), given.get(case, math.nan)) for case in cases]
+    return pd.DataFrame(records, columns=["task", "case", "algorithm", "metric", "value"])
+
+
+def case_metric(document: dict, path: str) -> tuple[tuple[str, float], ...]:
+    """Each case's number at `path`, a JSONPath whose one `*` stands for the case (case.*.dsc,
+    runner.cases.*.wall_time_s), as (case name, value); a value that is not a finite number is NaN.
+    A case is named by its key up to the first dot: the runner keys its per-case measurements by
+    input file (case-001.nii.gz), the evaluation its metrics by case (case-001)."""
+    head, _, tail = path.partition("*")
+    head, tail = head.rstrip(".[").removeprefix("$").lstrip("."), tail.lstrip("].")
+    found = compiled(head).find(document) if head else None
+    container = document if not head else (found[0].value if found else None)
+    if not isinstance(container, dict):
+        return ()
+    pairs = []
+    for key, item in container.items():
+        value = lookup(item, tail) if tail else lookup({"value": item}, "value")
+        pairs.append((str(key).partition(".")[0], math.nan if value is None else value))
+    return tuple(pairs)
 
 
 def rank_spec(phase: Phase, *, method: str | None = None, aggregate: str | None = None) -> RankSpec:
@@ -108,7 +178,13 @@ def _unranked(rows: list[Row], ranked: list[Row]) -> list[Row]:
     return [replace(r, rank=None, rank_score=None) for r in rows if id(r) not in kept]
 
 
-def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
+def leaderboard(phase: Phase, results: Sequence[Result], *, excluded: Mapping[str, str] | None = None) -> Leaderboard:
+    """The phase's leaderboard; results named in `excluded` (participant/id -> reason) rank nowhere and
+    are listed apart, as `Excluded`."""
+    excluded = excluded or {}
+    out = [Excluded(r, excluded[f"{r.participant}/{r.submission}"]) for r in results
+           if f"{r.participant}/{r.submission}" in excluded]
+    results = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
     succeeded = [r for r in results if r.status == "succeeded"]
     if phase.best_of_last:
         succeeded = _last_per_participant(succeeded, phase.best_of_last)
@@ -122,7 +198,7 @@ def leaderboard(phase: Phase, results: Sequence[Result]) -> Leaderboard:
         unranked = [r for r in rows if r.rank is None and r.participant not in {b.participant for b in best}]
         rows = rank_rows(best, phase) + _keep_per_participant(unranked, key=lambda r: r.created_at, newest=True)
     failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
-    return Leaderboard(phase, rows, failed)
+    return Leaderboard(phase, rows, failed, out)
 
 
 def _row(phase: Phase, result: Result) -> Row:
@@ -134,6 +210,7 @@ def _row(phase: Phase, result: Result) -> Row:
         values=tuple(lookup(document, c.path) for c in phase.columns),
         errors=tuple(lookup(document, c.error_path) for c in phase.columns),
         case_values=tuple(lookup_all(document, phase.score_case_jsonpath)) if phase.score_case_jsonpath else (),
+        metric_values=tuple(case_metric(document, m.path) for m in phase.ranking_metrics),
     )
 
 

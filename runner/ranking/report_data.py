@@ -10,7 +10,7 @@ these numbers; nothing here knows HTML or SVG.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -121,10 +121,11 @@ class PhaseAnalysis:
         return path.rstrip("]").rsplit(".", 1)[-1].strip("'\"[") or self.phase.score.title
 
 
-def analyse_phase(phase: Phase, results: Sequence[Result], *, samples: int = 1000, seed: int = 0) -> PhaseAnalysis:
-    """Everything a report shows of one phase, from its published results; the seeded bootstrap
-    makes the same results give the same report."""
-    board = leaderboard(phase, results)
+def analyse_phase(phase: Phase, results: Sequence[Result], *, samples: int = 1000, seed: int = 0,
+                  excluded: Mapping[str, str] | None = None) -> PhaseAnalysis:
+    """Everything a report shows of one phase, from its published results less those `excluded`
+    (participant/id -> reason); the seeded bootstrap makes the same results give the same report."""
+    board = leaderboard(phase, results, excluded=excluded)
     found = case_values(phase, board, list(results))
     cases = None if found is None else analyse_cases(*found, samples=samples, seed=seed)
     return PhaseAnalysis(phase, board, participation(board, results), cases,

@@ -11,7 +11,9 @@ import io
 from typing import Any
 
 from runner.ranking.leaderboard import Leaderboard
-from runner.tree.model import Phase
+from runner.tree.model import RANK_THEN_AVERAGE, Phase
+
+RANK_SCORE = "mean rank / results"  # FLARE's rank-then-average value, the number its ranks order
 
 
 def fmt(value: float | None, places: int) -> str:
@@ -23,14 +25,20 @@ def fields(phase: Phase) -> list[str]:
     values = []
     for column in phase.columns:
         values += [column.title, f"{column.title} error"] if column.error_path else [column.title]
-    return ["rank", "participant", "submission", *values, "submitted"]
+    return ["rank", *_rank_score(phase), "participant", "submission", *values, "submitted"]
+
+
+def _rank_score(phase: Phase) -> list[str]:
+    """The rank score is its own column where no other column shows what the ranks order."""
+    return [RANK_SCORE] if phase.scoring_method_choice == RANK_THEN_AVERAGE else []
 
 
 def records(board: Leaderboard) -> list[dict[str, Any]]:
     """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
     out = []
     for row in board.rows:
-        record: dict[str, Any] = {"rank": row.rank, "participant": row.participant, "submission": row.submission}
+        record: dict[str, Any] = {"rank": row.rank, **dict.fromkeys(_rank_score(board.phase), row.rank_score),
+                                  "participant": row.participant, "submission": row.submission}
         for column, value, error in zip(board.phase.columns, row.values, row.errors):
             record[column.title] = value
             if column.error_path:

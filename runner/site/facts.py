@@ -69,11 +69,15 @@ def _limit(phase: Phase) -> str:
 def _registration(challenge: Challenge) -> str:
     if challenge.registration != "required":
         return "none needed"
-    return (f"required: open a pull request adding `{CHALLENGES}/{challenge.slug}/registrations/<your login>.yml`, "
-            "which an organizer merges")
+    closes = challenge.registration_closes_at
+    deadline = f" by {closes:{STAMP}} (registration closes then, apart from the submission deadline)" if closes else ""
+    return (f"required: open a pull request adding `{CHALLENGES}/{challenge.slug}/registrations/<your login>.yml`"
+            f"{deadline}, which an organizer merges")
 
 
 def _form(phase: Phase) -> str:
+    if phase.self_reported:
+        return "your own metrics file (self-reported), pinned by its sha256, with code_url linking the code"
     if phase.submission_kind == "predictions":
         return "a predictions file, pinned by its sha256"
     registries = f", from {' or '.join(phase.allowed_registries)}" if phase.allowed_registries else ""
@@ -84,11 +88,12 @@ def _resources(phase: Phase) -> str:
     limits = phase.algorithm
     runs = "per case" if phase.inference_mode == "per-case" else "over all cases"
     gpus = plural(limits.gpus, "GPU") if limits.gpus else "no GPU"
-    return (f"{limits.cpus:g} CPU, {_size(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
-            f"{_size(limits.output)} of output; no network")
+    return (f"{limits.cpus:g} CPU, {size_text(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
+            f"{size_text(limits.output)} of output; no network")
 
 
-def _size(size: int) -> str:
+def size_text(size: int) -> str:
+    """A size as the site writes it everywhere: 512 MiB, 2 GiB."""
     for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if size >= scale:
             return f"{size / scale:g} {unit}"
@@ -115,5 +120,7 @@ def example_yaml(phase: Phase) -> str:
     else:
         body["image"] = "ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>"
     body["title"] = "<a short name for this submission>"
+    if phase.self_reported:
+        body["code_url"] = "https://github.com/<you>/<code that computed the metrics>"
     return yaml.safe_dump(body, sort_keys=False)
 

@@ -19,9 +19,10 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -32,39 +33,36 @@ from runner.ranking.leaderboard import (
 )
 from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
+from runner.site import catalog, feeds
 from runner.site.build import NAV_FILE
-from runner.site.facts import phase_facts
+from runner.site.catalog import CatalogEntry, catalog_entry
+from runner.site.facts import phase_facts, size_text
+from runner.tree.details import submission_details, supplementary_file
+from runner.tree.exclusions import exclusions
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import (
     Challenge,
     CombinedLeaderboard,
     Phase,
     Result,
+    SubmissionDetails,
 )
 from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.reference import reference_markdown
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 
-CATALOG_MARK = "<!-- catalog -->"
 PHASES_MARK = "<!-- phases -->"
+DATA_MARK = "<!-- data -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
 # Folders of a challenge that are data or code, not pages.
 NOT_PAGES = {"submissions", "results", "evaluation", "examples", "data", "phases"}
 METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median": "Median of ranks",
                 "aggregate-then-rank": "Aggregate then rank", "rank-then-aggregate": "Rank then aggregate",
-                "test-then-rank": "Test then rank"}
+                "test-then-rank": "Test then rank", "rank-then-average": "Rank then average (FLARE)"}
 LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
           "most_recent": "each participant's most recent result is listed"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    challenge: Challenge
-    status: str
-    phases: list[Phase]
-    submissions: int
 
 
 @dataclass(frozen=True)
@@ -78,6 +76,8 @@ class PhasePage:
     withheld_rows: list[dict[str, Any]]  # then the table's rows: no scores, in order of submission
     snapshots: list[str]  # days with a snapshot of the table, newest first
     uncertainty: dict[str, Any] | None = None  # the bootstrap of the ranking, where there is enough data
+    details: dict[str, SubmissionDetails] = field(default_factory=dict)  # participant/id -> title, links
+    supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
 
     @property
     def method_name(self) -> str:
@@ -141,7 +141,14 @@ def environment(templates: Path) -> jinja2.Environment:
                              keep_trailing_newline=True)
     env.filters["fmt"] = fmt
     env.filters["cell"] = cell
+    env.filters["size"] = size_text
+    env.filters["href"] = href
     return env
+
+
+def href(url: str) -> str:
+    """A URL safe as a Markdown link target inside a table cell (no bracket, pipe or space ends it)."""
+    return quote(url, safe=":/?#[]@!$&'*+,;=%~-._")
 
 
 def cell(text: str) -> str:
@@ -160,21 +167,26 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     run = _Run(environment(templates), History(store), Memo(cache), now)
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
+    news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
     _site_pages(store.base, wanted)
     for entry in entries:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
         _phases_section(run, entry)
+        _data_section(run, entry)
         for phase in entry.phases:
-            _phase_files(run, entry.challenge, phase, store.published(phase.challenge, phase))
+            published = store.published(phase.challenge, phase)
+            _phase_files(run, entry.challenge, phase, published)
+            news.setdefault(entry.challenge.slug, []).extend(feeds.result_entries(phase, published, now=now))
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
     for line in run.left_out:
         log(line)
-    wanted[Path("index.md")] = _home(store, run.env, entries).encode()
+    site_url = catalog.site_url(store.root)
+    catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
+    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url)
     _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
-    wanted[Path("catalog.json")] = (json.dumps([export(e) for e in entries], indent=2) + "\n").encode()
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if path.is_file():
             wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
@@ -204,6 +216,8 @@ def ranking_method(phase: Phase) -> str:
     elif method == "rank-then-aggregate":
         how = (f"the results are ranked on {score} in each case ({better[phase.score.order]}), then ordered by "
                f"the {options.aggregate} of their per-case ranks")
+    elif method == "rank-then-average":
+        return rank_then_average(phase, listed=LISTED[phase.result_display_choice])
     else:
         adjusted = "" if options.p_adjust == "none" else f", p adjusted by {options.p_adjust}"
         how = (f"every pair of results is compared on {score} by a one-sided Wilcoxon signed-rank test over cases "
@@ -212,11 +226,26 @@ def ranking_method(phase: Phase) -> str:
             "and one missing a ranked value is listed without a rank.")
 
 
+def rank_then_average(phase: Phase, *, listed: str) -> str:
+    """FLARE's method in one sentence: what is ranked per case, how the ranks combine, and what a
+    failed case counts as (its own rule, so it differs from the other methods' closing words)."""
+    better = {"desc": "higher is better", "asc": "lower is better"}
+    weighted = len({m.weight for m in phase.ranking_metrics}) > 1
+    named = [f"{m.title} ({better[m.order]}{f', weight {m.weight:g}' if weighted else ''})"
+             for m in phase.ranking_metrics]
+    metrics = ", ".join(named[:-1]) + f" and {named[-1]}" if len(named) > 1 else "".join(named)
+    return (f"in every case each result is ranked on {metrics}, a failed or missing case ranking last; a result's "
+            f"{'weighted ' if weighted else ''}mean rank divided by the number of results ranked orders them, the "
+            f"smallest first, equal ones sharing a rank (1, 2, 2, 4); {listed}, and one with no value at all is "
+            "listed without a rank.")
+
+
 def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
     withheld = next((shown.note for p in phases.values() if not (shown := visibility(p, now=run.now)).scores), "")
-    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p))
+    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p),
+                                                             excluded=exclusions(store.paths, challenge.slug, slug))
                                             for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
                                                          withheld=withheld)
@@ -227,35 +256,61 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON."""
     folder = Path(challenge.slug, "leaderboard", phase.slug)
     shown = visibility(phase, now=run.now)
-    board = leaderboard(phase, results)
+    excluded = exclusions(run.history.store.paths, challenge.slug, phase.slug)
+    board = leaderboard(phase, results, excluded=excluded)
+    viewer = Path(challenge.slug, "results", phase.slug)
+    about, pdfs = _submission_details(run, viewer, results)
     if shown.scores:
-        table, header, snapshots = records(board), fields(phase), _snapshots(run, phase, folder, results)
+        table, header = records(board), fields(phase)
+        snapshots = _snapshots(run, phase, folder, results, excluded)
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
-        page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty))
+        page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty),
+                         details=about, supplementary=pdfs)
     else:
         status = f"succeeded — {shown.note}"
-        table, header = withheld_records(results, status), WITHHELD_FIELDS
-        page = PhasePage(challenge, phase, board, status, table, [])
+        ranked = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
+        table, header = withheld_records(ranked, status), WITHHELD_FIELDS
+        page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs)
     run.wanted[folder / "leaderboard.json"] = _json(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
     run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
-    viewer = Path(challenge.slug, "results", phase.slug)
     run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
     for result in results:
-        published = {k: v for k, v in vars(public_record(result, phase, shown)).items() if k != "logs"}
-        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json(published)
+        key = f"{result.participant}/{result.submission}"
+        published = replace(public_record(result, phase, shown), details=about.get(key))
+        extra = {"excluded": excluded[key]} if key in excluded else {}
+        extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
+        public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs
+        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json({**public, **extra})
     if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and not r.metrics]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
+
+
+def _submission_details(run: _Run, viewer: Path, results: list[Result]) -> tuple[dict[str, SubmissionDetails],
+                                                                                 set[str]]:
+    """Each result's submission details (participant/id -> details, empty ones left out), and the
+    results whose supplementary PDF is published beside their JSON in `viewer` (as pinned, or not at all)."""
+    store, about, pdfs = run.history.store, {}, set()
+    for result in results:
+        details = submission_details(store, result)
+        if details is None or details.empty:
+            continue
+        key = f"{result.participant}/{result.submission}"
+        about[key] = details
+        if pdf := supplementary_file(store, result, details):
+            run.wanted[viewer / result.participant / f"{result.submission}.supplementary.pdf"] = pdf.read_bytes()
+            pdfs.add(key)
+    return about, pdfs
 
 
 def _render(run: _Run, template: str, **context: Any) -> bytes:
     return run.env.get_template(template).render(**context).encode()
 
 
-def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result]) -> list[str]:
+def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: dict[str, str]) -> list[str]:
     """The table as it stood at the end of each day it changed, from git; none outside git.
     Only results the public may see now appear (approvals, where auto-publish is off). A result
     committed as a public record without its scores takes them from `current` (unsealed now)."""
@@ -270,9 +325,9 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result]) -> 
     for snap in snapshots:
         def compute(snap: Snapshot = snap) -> bytes:
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r for r in run.history.results(snap)]
-            rows = records(leaderboard(phase, store.visible(phase, then)))
+            rows = records(leaderboard(phase, store.visible(phase, then), excluded=excluded))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
-        key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)}"
+        key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)}"
         run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 
@@ -302,9 +357,12 @@ def _reference(wanted: dict[Path, bytes]) -> None:
 def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[Any]:
     """The site's navigation, as mkdocs.yml's `nav` writes it: the home page and the guides, then
     each challenge under its name (catalog order), its own pages, then its leaderboards in phase
-    order. Pages are named by their titles, except the leaderboards, named after their phases."""
+    order. Pages are named by their titles, except the leaderboards, named after their phases.
+    A challenge listed from elsewhere with no page here is in the catalog only; organizations have
+    their index, which links each one's page."""
     pages = sorted(str(p) for p in wanted if p.suffix == ".md")
     nav: list[Any] = ["index.md", *(p for p in pages if "/" not in p and p != "index.md")]
+    nav += [p for p in pages if p == f"{catalog.ORGANIZATIONS}/index.md"]
     for entry in entries:
         slug = entry.challenge.slug
         own = [p for p in pages if p.startswith(f"{slug}/") and not p.startswith((f"{slug}/leaderboard/",
@@ -312,30 +370,13 @@ def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[A
         own.sort(key=lambda p: (p != f"{slug}/index.md", p))
         boards = [{phase.title: f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
         boards += [{spec.title: f"{slug}/leaderboard/{spec.slug}.md"} for spec in entry.challenge.combined_leaderboards]
-        nav.append({entry.challenge.name: own + ([{"Leaderboards": boards}] if boards else [])})
+        if own or boards:
+            nav.append({entry.challenge.name: own + ([{"Leaderboards": boards}] if boards else [])})
     return nav
 
 
-def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:
-    challenge = store.challenge(slug)
-    # A phase with `public: false` (grand-challenge's option) gets no leaderboard, link or result files.
-    public = [p for p in store.phases(slug).values() if p.public]
-    return CatalogEntry(challenge, challenge.current_status(today), public, len(store.submission_paths(slug)))
 
 
-def export(entry: CatalogEntry) -> dict:
-    """A catalog record in OpenChallenges' field names, for other catalogs to import."""
-    c = entry.challenge
-    return {
-        "slug": c.slug, "name": c.name, "headline": c.headline, "description": c.description,
-        "status": entry.status, "platform": c.platform,
-        "start_date": c.start_date.isoformat() if c.start_date else None,
-        "end_date": c.end_date.isoformat() if c.end_date else None,
-        "incentives": list(c.incentives), "submission_types": list(c.submission_types),
-        "input_data_types": list(c.input_data_types), "operation": c.operation,
-        "categories": list(c.categories), "keywords": list(c.tags), "website_url": c.website_url,
-        "doi": c.doi, "organizations": [{"name": o.name, "role": o.role, "url": o.url} for o in c.organizations],
-    }
 
 
 def _phases_section(run: _Run, entry: CatalogEntry) -> None:
@@ -352,13 +393,17 @@ def _phases_section(run: _Run, entry: CatalogEntry) -> None:
     run.wanted[page] = text.encode()
 
 
-def _home(store: Store, env: jinja2.Environment, entries: list[CatalogEntry]) -> str:
-    intro_path = store.base / "index.md"
-    intro = intro_path.read_text(encoding="utf-8") if intro_path.is_file() else "# Challenges\n\n"
-    catalog = env.get_template("catalog.md.j2").render(entries=entries)
-    if CATALOG_MARK in intro:
-        return intro.replace(CATALOG_MARK, catalog)
-    return intro.rstrip() + "\n\n" + catalog
+def _data_section(run: _Run, entry: CatalogEntry) -> None:
+    """The challenge's data sets on its own page, at its `<!-- data -->` mark or at its end."""
+    if not entry.challenge.data:
+        return
+    page = Path(entry.challenge.slug, "index.md")
+    section = run.env.get_template("data.md.j2").render(challenge=entry.challenge)
+    text = run.wanted.get(page, f"# {entry.challenge.name}\n\n{entry.challenge.headline}\n".encode()).decode()
+    text = text.replace(DATA_MARK, section) if DATA_MARK in text else text.rstrip() + "\n\n" + section
+    run.wanted[page] = text.encode()
+
+
 
 
 def _site_pages(folder: Path, wanted: dict[Path, bytes]) -> None:

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.tree.details import supplementary_problem
 from runner.tree.jsonpaths import PLAIN, lookup, lookup_all
 from runner.tree.located import Key, ModelError, load_yaml
 from runner.tree.model import (
     Phase,
     Result,
+    Submission,
     load_approvals,
     load_challenge,
+    load_exclusions,
     load_phase,
     load_result,
     load_submission,
@@ -36,9 +39,10 @@ from runner.tree.records import GITHUB
 from runner.tree.schema_parse import each_problem
 from runner.tree.schema_types import LOGIN, NAME
 from runner.tree.sealing import SealError, recipient
+from runner.tree.sharing import describe, shared_images
 from runner.tree.store import Store
 
-KNOWN = "a challenge, phase, submission, result, approvals, teams or registration file"
+KNOWN = "a challenge, phase, submission, result, approvals, exclusions, teams or registration file"
 MAX_SUGGESTED_PATHS = 2000  # leaf paths gathered from results for a "did you mean"
 
 
@@ -68,6 +72,7 @@ def check(store: Store, only: Path | None = None) -> Report:
         elif target.is_file():
             checker.report.problems.append(ModelError(path, None, None, f"is not {KNOWN}"))
     checker.evaluations()
+    checker.same_images()
     for found in (checker.report.problems, checker.report.warnings):
         found.sort(key=lambda p: (str(p.path), p.line or 0))  # by file, then line; whole-file ones first
     return checker.report
@@ -86,7 +91,7 @@ def kind_of(store: Store, path: Path) -> str | None:
         return "submission"
     if folder == "results" and suffix == ".json":
         return "result"
-    flat = {"phases": "phase", "approvals": "approvals", "registrations": "registration"}
+    flat = {"phases": "phase", "approvals": "approvals", "exclusions": "exclusions", "registrations": "registration"}
     return flat.get(folder) if len(parts) == 3 and suffix == ".yml" else None
 
 
@@ -96,9 +101,10 @@ class _Checker:
     def __init__(self, store: Store):
         self.store, self.report = store, Report()
         self.unevaluated: dict[str, list[str]] = {}
+        self.submissions: list[Submission] = []  # the valid ones, for what spans them (the same image)
         self.handlers: dict[str, Callable[[Path], object]] = {
             "challenge": self.challenge, "phase": self.phase, "submission": self.submission,
-            "result": load_result, "approvals": self.approvals, "teams": load_teams,
+            "result": load_result, "approvals": self.approvals, "exclusions": self.exclusions, "teams": load_teams,
             "registration": self.registration}
 
     def file(self, kind: str, path: Path) -> None:
@@ -118,6 +124,9 @@ class _Checker:
     def challenge(self, path: Path) -> None:
         challenge = load_challenge(path)
         phases = {p.stem for p in (path.parent / "phases").glob("*.yml")}
+        if phases and not challenge.hosted_here:
+            self.problem(path, ("platform",), f"a challenge hosted on {challenge.platform} takes no submissions here: "
+                                              "remove its phases/, or set platform: self-hosted")
         for i, text in enumerate(challenge.recipients):
             if not text.startswith(GITHUB):
                 self._key(path, ("recipients", i), text)
@@ -194,17 +203,50 @@ class _Checker:
         if not NAME.fullmatch(participant):
             self.problem(path, None, f"the folder {participant!r} is not a participant name: use a GitHub login "
                                      "or a team of teams.yml")
+        record = self._phase(slug, phase)
         submission = load_submission(path, challenge=slug, phase=phase, participant=participant,
-                                     kind=self._kind(slug, phase))
+                                     kind=record.submission_kind if record else None,
+                                     supplementary=record.supplementary_file_choice if record else None)
         if submission.predictions_path is not None and submission.predictions_sha256 is not None:
             self._predictions(path, submission.predictions_path, submission.predictions_sha256)
+        if submission.supplementary is not None:
+            self._supplementary(path, submission)
+        self.submissions.append(submission)
 
-    def _kind(self, slug: str, phase: str) -> str | None:
-        """What the phase takes; None when its file is broken (reported at that file, not here)."""
+    def _phase(self, slug: str, phase: str) -> Phase | None:
+        """The phase; None when its file is broken (reported at that file, not here)."""
         try:
-            return self.store.phase(slug, phase).submission_kind
+            return self.store.phase(slug, phase)
         except ModelError:
             return None
+
+    def _supplementary(self, path: Path, submission: Submission) -> None:
+        found = submission.supplementary_path
+        assert found is not None and submission.supplementary is not None
+        beside = found.resolve().parent == path.resolve().parent
+        data = found.read_bytes() if beside and found.is_file() else None
+        if problem := supplementary_problem(data, submission.supplementary.sha256, name=found.name):
+            self.problem(path, ("supplementary", problem.field), problem.message)
+
+    def same_images(self) -> None:
+        """A warning at each submission whose image another participant submitted too (for organizers
+        to decide on; `sharing` says why it is no problem of the file)."""
+        shared = shared_images(self.submissions)
+        for submission in self.submissions:
+            if others := shared.get(submission.key):
+                self.report.warnings.append(load_yaml(submission.path).error(
+                    ("image",), f"the same image was also submitted by {describe(others, self.store.root)}"))
+
+    def exclusions(self, path: Path) -> None:
+        slug, phase = path.parent.parent.name, path.stem
+        if not (path.parent.parent / "phases" / path.name).is_file():
+            self.problem(path, None, f"no phase {phase!r} in this challenge")
+        for i, key in enumerate(load_exclusions(path)):
+            participant, _, sub_id = key.partition("/")
+            paths = self.store.paths
+            if not (paths.submission_file(slug, phase, participant, sub_id).is_file()
+                    or paths.result_file(slug, phase, participant, sub_id).is_file()):
+                self.problem(path, (i, "result"), f"no submission {key} in phase {phase!r}")
 
     def _predictions(self, path: Path, file: Path, pinned: str) -> None:
         found = file.resolve()

@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
+from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, GetPydanticSchema, RootModel
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetPydanticSchema,
+    RootModel,
+    Strict,
+    WithJsonSchema,
+)
 from pydantic_core import core_schema
 
 from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
@@ -35,6 +47,7 @@ from runner.tree.schema_types import (
     JsonPath,
     Missing,
     Moment,
+    Name,
     Number,
     OrganizerImage,
     Probability,
@@ -45,6 +58,7 @@ from runner.tree.schema_types import (
     Text,
     Whole,
     meta,
+    refuse,
 )
 
 Status = Literal["upcoming", "active", "completed"]
@@ -55,12 +69,14 @@ Role = Literal["challenge_organizer", "data_contributor", "sponsor"]
 Sort = Literal["asc", "desc"]
 Scoring = Literal["absolute", "mean", "median"]  # grand-challenge: over the ranked columns of each result
 CaseMethod = Literal["aggregate-then-rank", "rank-then-aggregate", "test-then-rank"]  # challengeR: over cases
-Method = Literal[Scoring, CaseMethod]  # one Literal, so a wrong value is one problem, not one per union member
+MetricsMethod = Literal["rank-then-average"]  # FLARE: several per-case metrics (ranking_metrics) ranked per case
+Method = Literal[Scoring, CaseMethod, MetricsMethod]  # one Literal: a wrong value is one problem, not one per member
 Display = Literal["all", "most_recent", "best"]
 Kind = Literal["algorithm", "predictions"]
 Mode = Literal["batch", "per-case"]
 RegistrationMode = Literal["open", "required"]
 Combine = Literal["mean", "median", "sum"]
+FileChoice = Literal["off", "optional", "required"]  # grand-challenge's supplementary_file_choice
 
 STATUSES: tuple[str, ...] = get_args(Status)
 INCENTIVES: tuple[str, ...] = get_args(Incentive)
@@ -70,15 +86,54 @@ ROLES: tuple[str, ...] = get_args(Role)
 SORTS: tuple[str, ...] = get_args(Sort)
 SCORING: tuple[str, ...] = get_args(Scoring)
 CASE_METHODS: tuple[str, ...] = get_args(CaseMethod)
+RANK_THEN_AVERAGE: str = get_args(MetricsMethod)[0]
 DISPLAY: tuple[str, ...] = get_args(Display)
 KINDS: tuple[str, ...] = get_args(Kind)
 MODES: tuple[str, ...] = get_args(Mode)
 REGISTRATION: tuple[str, ...] = get_args(RegistrationMode)
+HERE = "self-hosted"  # the platform slug of challenges this repository runs
+# The generated site's own top-level folders (runner.site writes them): no challenge folder may take these names.
+SITE_FOLDERS = frozenset({"assets", "feeds", "organizations", "schemas", "search"})
 STRICT = ConfigDict(extra="forbid")  # a typo must not silently fall back to a default
 GIB = 1024**3
 
 
+URL = re.compile(r"https?://[^\s/$.?#][^\s]*")
+SUPPLEMENTARY_SUFFIX = ".pdf"
+
+
+def _url(value: str) -> str:
+    if not URL.fullmatch(value):
+        raise refuse(f"{value!r} is not a web address (http:// or https://...)")
+    return value
+
+
+Url = Annotated[str, Strict(), AfterValidator(_url),
+                WithJsonSchema({"type": "string", "pattern": "^https?://", "x-type": "URL"})]
+
+
 # --- challenge.yml -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dataset:
+    """One public data set of the challenge: listed on its page, fetched and verified by `challenge data
+    download`. A data set behind terms publishes no URL: `challenge data seal` gives its link to each
+    registered participant alone, sealed to their SSH keys."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    name: Annotated[Text, meta("Its name on the challenge page and on the command line.", min_length=1,
+                               max_length=100)]
+    url: Annotated[Url | None, meta("Where it is downloaded from (a server that answers HTTP Range requests "
+                                    "lets broken downloads resume). Leave it out for data behind terms.")] = None
+    file: Annotated[Name | None, meta("The file name it is saved as. Unset: the last part of the URL.")] = None
+    size: Annotated[Size, meta("Its size: bytes, or 512m, 2g (shown on the page and as download progress).")]
+    sha256: Annotated[Sha256, meta("Its sha256, 64 lowercase hex digits (sha256sum FILE), checked after "
+                                   "download.")]
+    license: Annotated[Text, meta("Its license, e.g. CC-BY-4.0.")] = ""
+    terms: Annotated[Text | None, meta(
+        "Terms of use participants accept before they may download it (text, or a link to them). Set: the data "
+        "set is gated; registering (registration: required) accepts them.")] = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +190,11 @@ class Challenge:
     description: Annotated[Text, meta("A paragraph for the catalog.", gc="description", max_length=1000)] = ""
     status: Annotated[Status | None, meta("upcoming, active or completed. Unset: from start_date and end_date, "
                                           "as OpenChallenges computes it.")] = None
-    platform: Annotated[Slug, meta("Where the challenge runs, as an OpenChallenges platform slug.")] = "self-hosted"
+    platform: Annotated[Slug, meta(
+        "Where the challenge runs, as an OpenChallenges platform slug: self-hosted (this repository runs it), or "
+        "where a challenge listed here is hosted (grand-challenge, kaggle, codalab, codabench, evalai, synapse, "
+        "...). A challenge hosted elsewhere is a challenge.yml alone, with website_url and no phases: the catalog "
+        "lists it and links out.")] = HERE
     start_date: Annotated[Day | None, meta("The day the challenge starts.")] = None
     end_date: Annotated[Day | None, meta("The day the challenge ends; not before start_date.")] = None
     type: Annotated[Whole, meta("The challenge type as grand-challenge counts them: 1 when participants submit "
@@ -148,13 +207,20 @@ class Challenge:
     operation: Annotated[Text | None, meta("The task, e.g. image segmentation.")] = None
     categories: Annotated[tuple[Category, ...], meta("Catalog categories.")] = ()
     tags: Annotated[tuple[Text, ...], meta("Free keywords for the catalog.")] = ()
-    website_url: Annotated[Text | None, meta("The challenge's own website, if it has one.")] = None
+    website_url: Annotated[Url | None, meta("The challenge's own website, if it has one; required for a "
+                                             "challenge hosted elsewhere, where the catalog links.")] = None
     doi: Annotated[Text | None, meta("A DOI of the challenge's design or results paper.")] = None
     organizations: Annotated[tuple[Organization, ...], meta("Who organizes, contributes data or sponsors.")] = ()
     data_url: Annotated[Text | None, meta("Where the public training data can be downloaded.")] = None
+    data: Annotated[tuple[Dataset, ...], meta(
+        "The data sets participants may download, shown on the challenge page (`challenge data download`).")] = ()
     registration: Annotated[RegistrationMode, meta(
         "open: anyone may submit; required: a participant first adds registrations/<login>.yml (accepting the "
         "rules) and an organizer merges it.")] = "open"
+    registration_closes_at: Annotated[Closing | None, meta(
+        "When registration closes, apart from the phases' submission deadlines (L2L's registration deadline); a "
+        "date alone closes at the end of that day (UTC). Registrations proposed later are refused; those merged "
+        "before still count. Unset: registration stays open. Needs registration: required.")] = None
     combined_leaderboards: Annotated[tuple[CombinedLeaderboard, ...], meta(
         "Rankings over several phases, as grand-challenge's combined leaderboards.")] = ()
     recipients: Annotated[tuple[Text, ...], meta(
@@ -165,6 +231,11 @@ class Challenge:
         "The site's public age key (age1...): sealed results are sealed to it too, so `challenge build` with "
         "its secret (the CHALLENGE_PUBLISH_KEY Actions secret) publishes what the phases allow once they "
         "allow it. `challenge keys new` makes one.")] = None
+
+    @property
+    def hosted_here(self) -> bool:
+        """Whether this repository runs the challenge; else the catalog lists it and links out."""
+        return self.platform == HERE
 
     def current_status(self, today: dt.date) -> str:
         """The written status, else one computed from the dates as OpenChallenges does."""
@@ -193,6 +264,20 @@ class Column:
                                                 "as ± next to it.", gc="error_path")] = None
     exclude_from_ranking: Annotated[Bool, meta("Shown, but left out of the mean or median of ranks.",
                                                gc="exclude_from_ranking")] = False
+
+
+@dataclass(frozen=True)
+class RankingMetric:
+    """One per-case metric that FLARE's rank-then-average ranks (scoring_method_choice: rank-then-average)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    path: Annotated[JsonPath, meta(
+        "Each case's value, a JSONPath whose one * stands for the case: into the evaluation's metrics.json "
+        "(case.*.dsc) or into the runner's measurements (runner.cases.*.wall_time_s). Cases are matched by name "
+        "up to the first dot, so the runner's case-001.nii.gz and the evaluation's case-001 are one case.")]
+    title: Annotated[Text, meta("The metric's name in the ranking's explanation.")]
+    order: Annotated[Sort, meta("desc: higher is better; asc: lower is better.")] = "desc"
+    weight: Annotated[Number, meta("Its weight in each result's mean rank.", gt=0)] = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,6 +312,64 @@ class RankingOptions:
     alpha: Annotated[Probability, meta("test-then-rank's significance level.")] = 0.05
     p_adjust: Annotated[Literal["none", "holm", "bonferroni", "hochberg", "fdr_bh"], meta(
         "test-then-rank's correction of its p-values for multiple tests.")] = "none"
+
+
+# --- the container contract: where an algorithm reads and writes, what runs, and whose layout ------
+
+
+RESERVED_PATHS = ("/proc", "/sys", "/dev", "/tmp", "/opt/ml/input/data/ground_truth")
+Interface = Literal["runner", "grand-challenge"]
+SocketKind = Literal["image", "value", "file"]
+
+
+def _container_path(value: str) -> str:
+    parts = value.split("/")
+    if not value.startswith("/") or value == "/" or "" in parts[1:] or "." in parts or ".." in parts:
+        raise refuse(f"{value!r} is not an absolute folder path such as /workspace/inputs")
+    if any(value == reserved or value.startswith(reserved + "/") for reserved in RESERVED_PATHS):
+        raise refuse(f"{value!r} is under {', '.join(RESERVED_PATHS)}, which the sandbox keeps for itself")
+    return value
+
+
+def _shell_words(value: Any) -> Any:
+    """A command written as one string is split as a shell would split it (sh predict.sh)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return tuple(shlex.split(value))
+    except ValueError as exc:
+        raise refuse(f"{value!r} cannot be split into words: {exc}") from None
+
+
+def _relative_path(value: str) -> str:
+    parts = value.split("/")
+    if not value or value.startswith("/") or "" in parts or "." in parts or ".." in parts:
+        raise refuse(f"{value!r} is not a relative path such as images/ct or nodule-locations.json")
+    return value
+
+
+ContainerPath = Annotated[str, Strict(), AfterValidator(_container_path),
+                          WithJsonSchema({"type": "string", "pattern": "^/.+", "x-type": "folder path"})]
+Command = Annotated[tuple[Text, ...], BeforeValidator(_shell_words), Field(min_length=1), WithJsonSchema(
+    {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+     "x-type": "command: a list of words, or one string split as a shell would"})]
+RelativePath = Annotated[str, Strict(), AfterValidator(_relative_path),
+                         WithJsonSchema({"type": "string", "pattern": "^[^/]", "x-type": "relative path"})]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Socket:
+    """One input or output of an algorithm in grand-challenge's terms (a socket, formerly a component
+    interface): its slug and where its file or folder sits under /input or /output."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    slug: Annotated[Slug, meta("The socket's slug, e.g. color-fundus-image.", gc="slug")]
+    relative_path: Annotated[RelativePath, meta(
+        "Where it sits under /input or /output: images/<name> (a folder holding one image) for images, "
+        "<name>.json for values, any other name for files.", gc="relative_path")]
+    kind: Annotated[SocketKind | None, meta(
+        "image, value (JSON) or file. Unset: image under images/, value for *.json, file otherwise.",
+        gc="super_kind")] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,9 +433,48 @@ class PhaseOptions:
         default_factory=RankingOptions)
     best_of_last: Annotated[Whole | None, meta("Only each participant's last N results compete (L2L).",
                                                ge=1)] = None
+    ranking_metrics: Annotated[tuple[RankingMetric, ...], meta(
+        "The per-case metrics scoring_method_choice rank-then-average ranks (FLARE: DSC, NSD, running time, GPU "
+        "memory): every result is ranked on each metric in each case, a missing value (a failed case) ranking "
+        "last, and ordered by the weighted mean of those ranks divided by the number of results ranked.")] = ()
+    self_reported: Annotated[Bool, meta(
+        "The metrics are the participants' own (a Type 0 challenge, e.g. LUNA16's cross-validation on public "
+        "data): the evaluation checks their shape only, and the leaderboard, the result pages and the "
+        "pull-request comments say they are self-reported. A predictions phase; submissions give code_url.")] = False
+    supplementary_file_choice: Annotated[FileChoice, meta(
+        "Whether a submission may (optional) or must (required) come with a PDF describing the method, committed "
+        "beside it and pinned by sha256 (supplementary); the leaderboard links it.",
+        gc="supplementary_file_choice")] = "off"
+    supplementary_file_label: Annotated[Text, meta(
+        "What the supplementary file is called on the leaderboard and result pages.",
+        gc="supplementary_file_label", max_length=60)] = "Method description"
     display_all_metrics: Annotated[Bool, meta(
         "false publishes only the leaderboard's columns of each result; everything else the evaluation wrote "
         "(per-case values included) is sealed to the challenge's recipients.", gc="display_all_metrics")] = True
+    algorithm_input_path: Annotated[ContainerPath, meta(
+        "Where the algorithm container finds its inputs (read-only), e.g. /workspace/inputs for FLARE21.")] = "/input"
+    algorithm_output_path: Annotated[ContainerPath, meta(
+        "Where the algorithm container writes its outputs (size-limited), e.g. /workspace/outputs.")] = "/output"
+    algorithm_command: Annotated[Command | None, meta(
+        "The command the algorithm container runs, as a list of words or one string split as a shell would "
+        "(FLARE21: sh predict.sh). Unset: the image's own command.")] = None
+    cases_per_run: Annotated[Whole, meta(
+        "In per-case mode, how many cases each algorithm run gets (L2L's task instances in batches); each run "
+        "has algorithm_time_limit and is measured.", ge=1)] = 1
+    algorithm_interface: Annotated[Interface, meta(
+        "runner: the algorithm reads the phase's input files at its input path and writes its outputs; "
+        "grand-challenge: one run per case, each case folder laid out as grand-challenge lays out /input "
+        "(images/<name>/<file>, <name>.json, inputs.json), outputs read from /output/<relative_path>.")] = "runner"
+    evaluation_interface: Annotated[Interface, meta(
+        "runner: the evaluation reads every output under /input; grand-challenge: /input/predictions.json lists "
+        "each algorithm job and its outputs sit at /input/<job pk>/output/<relative_path>, as on "
+        "grand-challenge.org, so its evaluation containers run unchanged.")] = "runner"
+    algorithm_inputs: Annotated[tuple[Socket, ...], meta(
+        "grand-challenge interface: the algorithm's input sockets. Unset: read from each case folder.",
+        gc="algorithm_inputs")] = ()
+    algorithm_outputs: Annotated[tuple[Socket, ...], meta(
+        "grand-challenge interface: the algorithm's output sockets, each checked after every run. Unset: read "
+        "from what the algorithm wrote.", gc="algorithm_outputs")] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -354,6 +536,45 @@ class Predictions:
     sha256: Annotated[Sha256, meta("The file's sha256, 64 lowercase hex digits (sha256sum FILE).")]
 
 
+@dataclass(frozen=True)
+class Supplementary:
+    """A PDF describing the method, committed next to the submission and pinned by its hash
+    (grand-challenge's supplementary file), in a phase whose supplementary_file_choice allows it."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    file: Annotated[Text, meta("The PDF's name, relative to the submission file.")]
+    sha256: Annotated[Sha256, meta("The file's sha256, 64 lowercase hex digits (sha256sum FILE).")]
+
+
+ARCHIVE_SCHEMES = ("https", "http", "file")
+
+
+def _archive_url(value: str) -> str:
+    scheme = urlsplit(value).scheme
+    if scheme not in ARCHIVE_SCHEMES or not urlsplit(value).path.strip("/"):
+        raise refuse(f"{value!r} is not an https://, http:// or file:// address of a file")
+    return value
+
+
+ArchiveUrl = Annotated[str, Strict(), AfterValidator(_archive_url),
+                       WithJsonSchema({"type": "string", "pattern": "^(https?|file)://", "x-type": "URL"})]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageArchive:
+    """A `docker save` tarball the runner downloads, verifies and loads: an algorithm that need not be
+    pushed to a registry (FLARE21's way), optionally encrypted to the runner's public key."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    url: Annotated[ArchiveUrl, meta("Where the runner downloads it: https:// (or http://; file:// for local "
+                                    "runs). A server that answers HTTP Range requests lets a broken download "
+                                    "resume.")]
+    sha256: Annotated[Sha256, meta("The sha256 of the file at that address, 64 lowercase hex digits "
+                                   "(sha256sum FILE): of the encrypted file when encrypted.")]
+    encrypted: Annotated[Bool, meta("true: the file is age-encrypted to the runner's public key "
+                                    "(age -r <runner key> -o algo.tar.age algo.tar).")] = False
+
+
 @dataclass(frozen=True, kw_only=True)
 class SubmissionFields:
     """What a submission file and a submission record share."""
@@ -362,8 +583,15 @@ class SubmissionFields:
     phase: Annotated[Slug, meta("The phase submitted to: the folder the file sits in.")]
     image: Annotated[SubmittedImage | None, meta(
         "The algorithm's container image, pinned by digest: registry/name@sha256:<64 hex digits>.")] = None
+    image_archive: Annotated[ImageArchive | None, meta(
+        "Instead of image: the algorithm as a docker save tarball at a URL, pinned by its sha256.")] = None
     title: Annotated[Text, meta("A name for this submission on the leaderboard.", max_length=120)] = ""
     description: Annotated[Text, meta("What this submission does differently.", max_length=2000)] = ""
+    publication_url: Annotated[Url | None, meta("A paper or preprint describing the method, linked from the "
+                                                "leaderboard.")] = None
+    code_url: Annotated[Url | None, meta("The method's source code, linked from the leaderboard.")] = None
+    supplementary: Annotated[Supplementary | None, meta(
+        "A PDF describing the method, in a phase that takes one (supplementary_file_choice).")] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -394,6 +622,11 @@ class Submission(SubmissionFields):
         """Where the predictions file sits: named relative to the submission file."""
         return self.path.parent / self.predictions if self.predictions else None
 
+    @property
+    def supplementary_path(self) -> Path | None:
+        """Where the supplementary PDF sits: named relative to the submission file."""
+        return self.path.parent / self.supplementary.file if self.supplementary else None
+
 
 # --- results/<phase>/<participant>/<id>.json (written by the runner) --------------------------
 
@@ -416,6 +649,39 @@ class RunRecord:
     reused: bool = False
     cases: dict[str, dict[str, Any]] | None = None
     aggregates: dict[str, dict[str, float]] | None = None
+    gpu: str | None = None  # the GPU(s) a GPU phase's run got ("0"), or "none (cpu fallback)"
+
+
+@dataclass(frozen=True)
+class SubmissionDetails:
+    """What a leaderboard and a result page show of a submission besides its scores.
+
+    The runner copies it from the submission into the result it writes (`details_of`), so a build
+    that already reads every listed result reads no submission file at all: at 60,000 results,
+    reading each submission file (about 1 ms each under the participant policy) would cost a
+    minute per build, while the copy costs nothing. Both files are immutable once merged, so the
+    copy cannot go stale. Results written before the copy existed carry none; for those alone the
+    site reads the submission file (`tree.details.submission_details`)."""
+
+    title: str = ""
+    description: str = ""
+    publication_url: str | None = None
+    code_url: str | None = None
+    supplementary: str | None = None  # the PDF's name beside the submission file
+    supplementary_sha256: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == SubmissionDetails()
+
+
+def details_of(submission: Submission) -> SubmissionDetails:
+    """The details a result carries of its submission (what `SubmissionDetails` says and why)."""
+    extra = submission.supplementary
+    return SubmissionDetails(title=submission.title, description=submission.description,
+                             publication_url=submission.publication_url, code_url=submission.code_url,
+                             supplementary=extra.file if extra else None,
+                             supplementary_sha256=extra.sha256 if extra else None)
 
 
 @dataclass
@@ -440,6 +706,7 @@ class Result:
     # In a public record: what the phase withholds of this result, and until when. The whole result is
     # then sealed beside it (<id>.sealed.age) for the challenge's recipients.
     withheld: str | None = None
+    details: SubmissionDetails | None = None  # the submission's title, links, ... (see SubmissionDetails)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -450,7 +717,8 @@ class Result:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         runs = {k: RunRecord(**data[k]) if data.get(k) else None for k in ("algorithm", "evaluation")}
-        return cls(**{**data, **runs})
+        details = SubmissionDetails(**data["details"]) if data.get("details") else None
+        return cls(**{**data, **runs, "details": details})
 
 
 def scored_document(result: Result) -> dict[str, Any]:
@@ -477,11 +745,44 @@ def _challenge_issues(challenge: Challenge, folder: str) -> Iterator[Issue]:
         yield None, f"folder name {folder!r} is not a kebab-case slug"
     if challenge.slug and challenge.slug != folder:
         yield ("slug",), f"must match the folder name {folder!r}"
+    if folder in SITE_FOLDERS:
+        yield None, f"folder name {folder!r} is taken by the site's own pages ({', '.join(sorted(SITE_FOLDERS))})"
+    if not challenge.hosted_here and not challenge.website_url:
+        yield ("website_url",), (f"a challenge hosted elsewhere (platform: {challenge.platform}) needs the address "
+                                 "the catalog links to")
     if challenge.start_date and challenge.end_date and challenge.end_date < challenge.start_date:
         yield ("end_date",), "is before start_date"
+    if challenge.registration_closes_at and challenge.registration != "required":
+        yield ("registration_closes_at",), "closes a registration nobody needs: set registration: required"
     for i, board in enumerate(challenge.combined_leaderboards):
         if board.combine == "median" and any(weight != 1.0 for _, weight in board.phases):
             yield ("combined_leaderboards", i, "combine"), "weights apply to mean and sum; a median takes none"
+    yield from _dataset_issues(challenge)
+
+
+def _dataset_issues(challenge: Challenge) -> Iterator[Issue]:
+    """A gated data set keeps its link out of this public file; an open one needs it."""
+    seen: set[str] = set()
+    for i, data in enumerate(challenge.data):
+        if data.name in seen:
+            yield ("data", i, "name"), f"another data set is already named {data.name!r}"
+        seen.add(data.name)
+        if data.terms and data.url:
+            yield ("data", i, "url"), ("a data set behind terms must not publish its URL (the repository is public): "
+                                       "keep it in the links file `challenge data seal` reads")
+        elif not data.terms and not data.url:
+            yield ("data", i, "url"), "is required (or set terms, to give the link to registered participants only)"
+        if data.terms and challenge.registration != "required":
+            yield ("data", i, "terms"), ("participants accept terms by registering: set registration: required "
+                                         "in this file")
+        if not data.file and not (data.url and url_file(data.url)):
+            yield ("data", i, "file"), "is required when the URL does not end in a file name"
+
+
+def url_file(url: str) -> str | None:
+    """The file name a URL's path ends in, if a download may be saved under it."""
+    last = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    return last if NAME.fullmatch(last) else None
 
 
 MOVED: dict[Key, str] = {("algorithm_resources", "time_limit"): "set algorithm_time_limit instead (grand-challenge's "
@@ -502,16 +803,40 @@ def _phase_issues(phase: PhaseFile, slug: str) -> Iterator[Issue]:
         yield ("submissions_close_at",), "is not after submissions_open_at"
     if phase.parent == slug:
         yield ("parent",), "a phase cannot be its own parent"
+    yield from _ranking_metric_issues(phase)
+    if phase.self_reported and phase.submission_kind != "predictions":
+        yield ("self_reported",), "self-reported metrics are submitted as a file: set submission_kind: predictions"
     if phase.scoring_method_choice in CASE_METHODS and not phase.score_case_jsonpath:
         yield ("scoring_method_choice",), (f"{phase.scoring_method_choice} ranks per case: set score_case_jsonpath "
                                            "to the per-case values of the score, e.g. case.*.dice")
 
 
+def _ranking_metric_issues(phase: PhaseFile) -> Iterator[Issue]:
+    """rank-then-average needs its metrics, each path with one * for the case; other methods take none."""
+    if phase.scoring_method_choice != RANK_THEN_AVERAGE:
+        if phase.ranking_metrics:
+            yield ("ranking_metrics",), (f"only scoring_method_choice {RANK_THEN_AVERAGE} ranks on these; "
+                                         f"{phase.scoring_method_choice} ranks the leaderboard's columns")
+        return
+    if not phase.ranking_metrics:
+        yield ("scoring_method_choice",), (f"{RANK_THEN_AVERAGE} ranks per-case metrics: list them in "
+                                           "ranking_metrics, e.g. {path: case.*.dsc, title: DSC, order: desc}")
+    for i, metric in enumerate(phase.ranking_metrics):
+        if metric.path.count("*") != 1:
+            yield ("ranking_metrics", i, "path"), (f"{metric.path!r} must hold exactly one * standing for the case, "
+                                                   "e.g. case.*.dsc")
+        elif metric.path.startswith("runner.cases.") and phase.cases_per_run > 1:
+            yield ("ranking_metrics", i, "path"), ("the runner measures each run, and a run here covers "
+                                                   f"{phase.cases_per_run} cases: rank per case with cases_per_run: 1")
+
+
 def load_submission(path: Path, *, challenge: str, phase: str, participant: str,
-                    kind: str | None = None) -> Submission:
-    """Read a submission; its phase, participant and id come from where the file sits."""
+                    kind: str | None = None, supplementary: str | None = None) -> Submission:
+    """Read a submission; its phase, participant and id come from where the file sits. `kind` and
+    `supplementary` are the phase's submission_kind and supplementary_file_choice (None: not checked)."""
     file = parse(participant_yaml(path), SubmissionFile,
-                 checks=lambda f, invalid: _submission_issues(f, invalid, path, phase, kind))
+                 checks=lambda f, invalid: [*_submission_issues(f, invalid, path, phase, kind),
+                                            *_supplementary_issues(f, phase, supplementary)])
     shared = {f.name: getattr(file, f.name) for f in fields(SubmissionFields)}
     files = file.predictions
     return Submission(challenge=challenge, participant=participant, id=path.stem, path=path,
@@ -525,16 +850,27 @@ def _submission_issues(file: SubmissionFile, invalid: frozenset[str | int], path
         yield None, f"submission id {path.stem!r} may use letters, digits, '-', '_' and '.'"
     if file.phase != phase:
         yield ("phase",), f"says {file.phase!r} but the file is under submissions/{phase}/"
-    if invalid & {"image", "predictions"}:
+    if invalid & {"image", "image_archive", "predictions"}:
         return  # what was meant is unclear until that is fixed
-    if file.image is None and file.predictions is None:
-        yield ("image",), "give exactly one of image (algorithm) or predictions (file)"
-    elif file.image is not None and file.predictions is not None:
-        yield ("predictions",), "give exactly one of image (algorithm) or predictions (file)"
+    given = [name for name in ("image", "image_archive", "predictions") if getattr(file, name) is not None]
+    algorithm = next((name for name in given if name != "predictions"), None)
+    if len(given) != 1:
+        yield ((given or ["image"])[-1],), "give exactly one of image, image_archive (algorithm) or predictions (file)"
     elif kind == "algorithm" and file.predictions is not None:
         yield ("predictions",), f"phase {phase!r} takes an algorithm image, not predictions"
-    elif kind == "predictions" and file.image is not None:
-        yield ("image",), f"phase {phase!r} takes a predictions file, not an image"
+    elif kind == "predictions" and algorithm is not None:
+        yield (algorithm,), f"phase {phase!r} takes a predictions file, not an image"
+
+
+def _supplementary_issues(file: SubmissionFile, phase: str, choice: str | None) -> Iterator[Issue]:
+    extra = file.supplementary
+    if extra is not None and not extra.file.lower().endswith(SUPPLEMENTARY_SUFFIX):
+        yield ("supplementary", "file"), f"must name a PDF ({SUPPLEMENTARY_SUFFIX})"
+    if choice == "off" and extra is not None:
+        yield ("supplementary",), f"phase {phase!r} takes no supplementary file (its supplementary_file_choice is off)"
+    elif choice == "required" and extra is None:
+        yield ("supplementary",), (f"phase {phase!r} requires a PDF describing the method: commit it beside this "
+                                   "file and add supplementary: {file: NAME.pdf, sha256: ...}")
 
 
 class ApprovalsFile(RootModel[tuple[Approval, ...]]):
@@ -547,6 +883,37 @@ class ApprovalsFile(RootModel[tuple[Approval, ...]]):
 def load_approvals(path: Path) -> list[str]:
     """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
     return list(parse(load_yaml(path), ApprovalsFile, blank=list).root)
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """One result an organizer takes out of the rankings, and why."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    result: Annotated[Approval, meta("The result, as participant/id (its file's folder and name, e.g. alice/v1).")]
+    reason: Annotated[Text, meta("Why, shown publicly beside it on the leaderboard.", min_length=3,
+                                 max_length=500)]
+
+
+class ExclusionsFile(RootModel[tuple[Exclusion, ...]]):
+    """exclusions/<phase>.yml: results taken out of the phase's rankings (a rule broken, a duplicate
+    account, a leak), each with its reason. The leaderboard lists them apart, with the reason."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+def load_exclusions(path: Path) -> dict[str, str]:
+    """exclusions/<phase>.yml as participant/id -> reason."""
+    entries = parse(load_yaml(path), ExclusionsFile, blank=list, checks=lambda f, _: _exclusion_issues(f)).root
+    return {entry.result: entry.reason for entry in entries}
+
+
+def _exclusion_issues(file: ExclusionsFile) -> Iterator[Issue]:
+    seen: set[str] = set()
+    for i, entry in enumerate(file.root):
+        if entry.result in seen:
+            yield (i, "result"), f"{entry.result} is listed twice"
+        seen.add(entry.result)
 
 
 def load_result(path: Path) -> Result:

@@ -64,6 +64,9 @@ def _sections(root: dict[str, Any], node: dict[str, Any], where: str, depth: int
     node = _resolve(root, node)
     if "properties" not in node:
         yield _whole(root, node)
+        inner, _ = _nested(root, node)  # a list of mappings (exclusions): its items' fields
+        if inner is not None:
+            yield from _sections(root, inner, f"{where}[]", depth)
         return
     required = set(node.get("required", ()))
     rows = [_row(root, name, field, name in required) for name, field in node["properties"].items()]

@@ -12,7 +12,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from runner.tree.model import ApprovalsFile, Challenge, PhaseFile, SubmissionFile
+from runner.tree.model import ApprovalsFile, Challenge, ExclusionsFile, PhaseFile, SubmissionFile
 from runner.tree.people import Registration, TeamsFile
 from runner.tree.schema_parse import json_schema as derived
 
@@ -35,6 +35,7 @@ KINDS = (
     Kind("teams", "challenges/<challenge>/teams.yml", TeamsFile),
     Kind("registration", "challenges/<challenge>/registrations/<login>.yml", Registration),
     Kind("approvals", "challenges/<challenge>/approvals/<phase>.yml", ApprovalsFile),
+    Kind("exclusions", "challenges/<challenge>/exclusions/<phase>.yml", ExclusionsFile),
 )
 NAMES = tuple(kind.name for kind in KINDS)
 

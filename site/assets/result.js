@@ -152,19 +152,44 @@
     }
   }
 
+  // The submission's title, description and links (paper, code, its PDF beside the result's JSON).
+  function about(view, result, o) {
+    var d = isRecord(result.details) ? result.details : {};
+    if (d.title) add(view, "p", d.title, "result-title");
+    if (d.description) add(view, "p", d.description, "result-description");
+    var links = [["Paper", d.publication_url], ["Code", d.code_url]].filter(function (l) {
+      return typeof l[1] === "string" && /^https?:\/\//.test(l[1]);
+    });
+    if (result.supplementary_file) links.push([o.supplementary, o.results + result.participant + "/" + result.supplementary_file]);
+    if (!links.length) return;
+    var p = add(view, "p", undefined, "result-links");
+    links.forEach(function (l, i) {
+      if (i) p.appendChild(document.createTextNode(" · "));
+      var a = add(p, "a", l[0]);
+      a.href = l[1];
+    });
+  }
+
   function render(view, result, board, o) {
     view.textContent = "";
     add(view, "h2", result.participant + " / " + result.submission);
+    about(view, result, o);
     add(view, "p", result.status === "succeeded" ? (o.withheld || "Succeeded.") : "Failed: " + (result.error || "no reason given"),
       "result-status status-" + result.status);
-    if (board && result.status === "succeeded" && !o.withheld) standing(view, board, result, o);
+    // A self-reported phase (LUNA16's Type 0): the numbers below are the participant's, not measured here.
+    if (o.selfReported && result.status === "succeeded") add(view, "p", "Self-reported metrics: the participant " +
+      "computed them on the public data; the evaluation checked their shape, not their values.", "result-self-reported");
+    if (result.excluded) add(view, "p", "Excluded from the ranking by the organizers: " + result.excluded, "result-excluded");
+    else if (board && result.status === "succeeded" && !o.withheld) standing(view, board, result, o);
     if (result.metrics) metrics(view, result.metrics, o.places);
     runs(view, result, o.places);
   }
 
   function load(view) {
     var o = { score: view.dataset.score, order: view.dataset.order, places: Number(view.dataset.places),
-      withheld: view.dataset.withheld };
+      withheld: view.dataset.withheld, results: view.dataset.results,
+      supplementary: view.dataset.supplementary || "Method description",
+      selfReported: view.dataset.selfReported === "true" };
     var id = new URLSearchParams(window.location.search).get("id") || "";
     if (!ID.test(id)) return;
     var json = function (url) { return fetch(url).then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); }); };

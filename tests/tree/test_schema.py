@@ -90,7 +90,7 @@ def test_a_wrong_choice_is_one_problem_even_across_two_families_of_methods(tmp_p
     path = minimal_phase(tmp_path, "scoring_method_choice: best\n")
     assert problems(load_phase, path, "c") == [
         f"{path}:4: scoring_method_choice: 'best' is not one of: absolute, mean, median, aggregate-then-rank, "
-        "rank-then-aggregate, test-then-rank"]
+        "rank-then-aggregate, test-then-rank, rank-then-average"]
 
 
 def test_checks_across_fields_run_even_when_other_fields_are_wrong(tmp_path):
@@ -234,7 +234,7 @@ def test_results_keep_their_json(tmp_path):
     assert load_result(path) == result
     assert list(json.loads(path.read_text())) == [
         "challenge", "phase", "participant", "submission", "status", "created_at", "started_at", "finished_at",
-        "metrics", "error", "algorithm", "evaluation", "logs", "attempts", "runner_version"]
+        "metrics", "error", "algorithm", "evaluation", "logs", "attempts", "runner_version", "details"]
 
 
 # --- JSON Schemas ------------------------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_schema_command_prints_each_kind_and_all(capsys):
     assert main(["schema"]) == 0
     everything = json.loads(capsys.readouterr().out)
     assert everything == json_schemas() and list(everything) == [
-        "challenge", "phase", "submission", "teams", "registration", "approvals"]
+        "challenge", "phase", "submission", "teams", "registration", "approvals", "exclusions"]
 
 
 def test_every_field_says_what_it_means(repo):
@@ -282,6 +282,7 @@ def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(repo):
         "teams": write(base / "teams.yml", "vision-lab: [alice, carol]\n"),
         "registration": write(base / "registrations" / "alice.yml", "name: Alice\naccept_rules: true\n"),
         "approvals": write(base / "approvals" / f"{PHASE}.yml", "- alice/v1\n"),
+        "exclusions": write(base / "exclusions" / f"{PHASE}.yml", "- result: alice/v1\n  reason: copied\n"),
     }
     assert set(files) == {kind.name for kind in KINDS}
     for name, path in files.items():

@@ -1,0 +1,198 @@
+"""A challenge's data sets (challenge.yml's `data:`): downloads that verify and resume, and the links of
+gated data sets, sealed to each registered participant.
+
+A download is written to `<file>.part` and renamed once its sha256 matches the one challenge.yml
+pins, so a file under its own name is always whole and verified. A broken transfer keeps its part:
+the next try (within one run, under the package's retry policy, or a later run) asks the server
+for the rest with an HTTP Range request, and starts over only if the server ignores the range.
+
+A data set behind terms has no URL in the public repository. The organizer keeps the links in a
+local file; `seal_links` seals them, per registered participant, to the SSH keys GitHub publishes
+for that login, into `challenges/<c>/data-access/<login>.age` (ASCII-armored age, so
+`age -d -i ~/.ssh/id_ed25519 FILE` opens it too). Nothing else of the links is ever written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import ChallengeError, Retry
+from runner.tree.model import URL, Challenge, Dataset, url_file
+from runner.tree.paths import TreePaths
+from runner.tree.sealing import Identity, Recipient, SealError, seal, unseal
+
+ACCESS = "data-access"
+PART = ".part"
+CHUNK = 1024 * 1024
+TIMEOUT_S = 30
+Progress = Callable[[int, int | None], None]  # (bytes so far, total if known)
+
+
+class DataError(ChallengeError):
+    """A data set that could not be fetched, verified or opened; `transient` when trying again may help."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one data set comes from and the file it is saved as."""
+
+    dataset: Dataset
+    url: str
+
+    @property
+    def file(self) -> str:
+        return self.dataset.file or url_file(self.url) or self.dataset.name
+
+
+def access_file(paths: TreePaths, slug: str, login: str) -> Path:
+    return paths.challenge(slug) / ACCESS / f"{login}.age"
+
+
+def sources(challenge: Challenge, links: Mapping[str, str]) -> tuple[list[Source], list[Dataset]]:
+    """Each data set with its URL (its own, or its link from `links` when gated), and the gated ones
+    that `links` has no link for."""
+    found, missing = [], []
+    for dataset in challenge.data:
+        url = dataset.url or links.get(dataset.name)
+        if url:
+            found.append(Source(dataset, url))
+        else:
+            missing.append(dataset)
+    return found, missing
+
+
+# --- downloads ------------------------------------------------------------------------------------
+
+
+def download(source: Source, dest: Path, *, progress: Progress = lambda done, total: None,
+             retry: Retry = Retry(attempts=5, first=1.0), log: Callable[[str], None] = lambda line: None) -> Path:
+    """`source` saved and verified under `dest`; a verified file already there is kept as it is."""
+    target = dest / source.file
+    if target.is_file() and sha256_of(target) == source.dataset.sha256:
+        progress(target.stat().st_size, target.stat().st_size)
+        return target
+    dest.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + PART)
+    retry.call(lambda attempt: _fetch(source, part, progress), log=log)
+    digest = sha256_of(part)
+    if digest != source.dataset.sha256:
+        part.unlink()
+        raise DataError(f"{source.dataset.name}: the download has sha256 {digest}, not the {source.dataset.sha256} "
+                        "challenge.yml pins; it was removed (run again, or tell the organizers the file changed)")
+    part.replace(target)
+    return target
+
+
+def _fetch(source: Source, part: Path, progress: Progress) -> None:
+    """One try: the rest of `part` (or all of it), appended as it arrives."""
+    have = part.stat().st_size if part.is_file() else 0
+    request = urllib.request.Request(source.url, headers={"Range": f"bytes={have}-"} if have else {})
+    try:
+        response = urllib.request.urlopen(request, timeout=TIMEOUT_S)  # an http(s) URL: Url checks the scheme
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and have:  # nothing left to send: the part is whole (its hash decides)
+            return
+        raise DataError(f"{source.dataset.name}: {source.url} answered {exc.code} {exc.reason}",
+                        transient=exc.code == 429 or exc.code >= 500) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise DataError(f"{source.dataset.name}: cannot reach {source.url} ({_reason(exc)})", transient=True) from None
+    with response:
+        resumed = have > 0 and response.status == 206 and _range_start(response) == have
+        length = response.headers.get("Content-Length")
+        total = (have if resumed else 0) + int(length) if length and length.isdigit() else None
+        _copy(response, part, resumed=resumed, total=total, progress=progress, name=source.dataset.name)
+
+
+def _copy(response: http.client.HTTPResponse, part: Path, *, resumed: bool, total: int | None,
+          progress: Progress, name: str) -> None:
+    with open(part, "ab" if resumed else "wb") as handle:
+        done = handle.tell()
+        try:
+            while chunk := response.read(CHUNK):
+                handle.write(chunk)
+                done += len(chunk)
+                progress(done, total)
+        except (OSError, http.client.HTTPException) as exc:  # reset, timeout, incomplete read
+            raise DataError(f"{name}: the transfer broke after {done} bytes ({_reason(exc)})", transient=True) from None
+    if total is not None and done < total:
+        raise DataError(f"{name}: the server closed the connection after {done} of {total} bytes", transient=True)
+
+
+def _range_start(response: http.client.HTTPResponse) -> int | None:
+    """Where a 206 answer starts (Content-Range: bytes START-END/SIZE)."""
+    value = response.headers.get("Content-Range", "")
+    start = value.removeprefix("bytes ").split("-", 1)[0]
+    return int(start) if start.isdigit() else None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
+        return str(exc.reason)
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return f"no answer within {TIMEOUT_S} s"
+    return str(exc) or type(exc).__name__
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --- gated links ----------------------------------------------------------------------------------
+
+
+def check_links(challenge: Challenge, links: Mapping[str, str], *, where: str) -> dict[str, str]:
+    """The links of the challenge's gated data sets, every one present and a web address; one line
+    naming `where` (the local links file) for the first that is not."""
+    gated = {d.name for d in challenge.data if d.terms}
+    if not gated:
+        raise DataError(f"challenge {challenge.slug!r} has no data set behind terms: nothing to seal")
+    if not isinstance(links, Mapping) or not all(isinstance(v, str) for v in links.values()):
+        raise DataError(f"{where}: write one line per data set, `name: URL`")
+    if unknown := sorted(set(links) - gated):
+        raise DataError(f"{where}: {unknown[0]!r} is not a data set behind terms in challenge.yml "
+                        f"(those are: {', '.join(sorted(gated))})")
+    if missing := sorted(gated - set(links)):
+        raise DataError(f"{where}: no link for {missing[0]!r}")
+    if bad := next((name for name, url in links.items() if not URL.fullmatch(url)), None):
+        raise DataError(f"{where}: {bad}: {links[bad]!r} is not a web address (http:// or https://...)")
+    return dict(links)
+
+
+def seal_links(challenge: Challenge, login: str, links: Mapping[str, str], recipients: Sequence[Recipient]) -> bytes:
+    """The links, sealed so that only `recipients` (the participant's keys) can read them."""
+    body = {"challenge": challenge.slug, "login": login, "links": dict(sorted(links.items()))}
+    return seal(json.dumps(body, indent=2).encode() + b"\n", recipients)
+
+
+def open_links(paths: TreePaths, slug: str, identities: Sequence[Identity], *,
+               login: str | None = None) -> dict[str, str]:
+    """The links sealed for the holder of `identities`: from data-access/<login>.age, or from whichever
+    file there the keys open."""
+    folder = paths.challenge(slug) / ACCESS
+    files = [access_file(paths, slug, login)] if login else sorted(folder.glob("*.age"))
+    if login and not files[0].is_file():
+        raise DataError(f"{files[0]} does not exist: the organizers seal your links once your registration is "
+                        "merged (challenge data seal)")
+    for path in files:
+        try:
+            body = json.loads(unseal(path.read_bytes(), identities, where=str(path)))
+        except SealError:
+            continue
+        links = body.get("links") if isinstance(body, dict) else None
+        if isinstance(links, dict) and all(isinstance(v, str) and URL.fullmatch(v) for v in links.values()):
+            return links
+        raise DataError(f"{path}: opened, but it holds no links")
+    raise DataError(f"none of the {len(files)} files in {folder} opens with this key: are you registered, and was "
+                    "your key on GitHub when the organizers sealed the links? (--login LOGIN names your file)")

@@ -1,0 +1,73 @@
+"""A submission's details (title, description, links, supplementary PDF) as leaderboards and result
+pages show them, and the rules on its supplementary PDF.
+
+Where they come from is argued in `model.SubmissionDetails`: the result carries a copy, and only a
+result written before the runner made that copy sends the site to its submission file. The
+supplementary PDF's rules (a PDF, pinned by sha256, at most `SUPPLEMENTARY_MAX_BYTES`) live here
+once: `challenge check` reads the committed file and the pull-request review the proposed one,
+both through `supplementary_problem`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.tree.located import ModelError
+from runner.tree.model import Result, SubmissionDetails, details_of
+from runner.tree.store import Store
+
+SUPPLEMENTARY_MAX_BYTES = 20 * 1024**2
+PDF_MAGIC = b"%PDF-"
+
+
+def submission_details(store: Store, result: Result) -> SubmissionDetails | None:
+    """The result's copy of its submission's details, else (an older result) its submission file's,
+    else None (no file any more, or one that no longer reads)."""
+    if result.details is not None:
+        return result.details
+    path = store.paths.submission_file(result.challenge, result.phase, result.participant, result.submission)
+    if not path.is_file():
+        return None
+    try:
+        submission = store.submission(path)
+    except (ModelError, OSError, UnicodeDecodeError):
+        return None
+    return details_of(submission)
+
+
+def supplementary_file(store: Store, result: Result, details: SubmissionDetails) -> Path | None:
+    """The supplementary PDF committed beside the result's submission, if it is there as pinned."""
+    if not details.supplementary:
+        return None
+    folder = store.paths.submissions(result.challenge) / result.phase / result.participant
+    path = (folder / details.supplementary).resolve()
+    if not path.is_relative_to(folder.resolve()) or not path.is_file():
+        return None
+    data = path.read_bytes() if path.stat().st_size <= SUPPLEMENTARY_MAX_BYTES else b""
+    return path if supplementary_problem(data, details.supplementary_sha256 or "") is None else None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong with a supplementary file, and which field of `supplementary` says so."""
+
+    field: str
+    message: str
+
+
+def supplementary_problem(data: bytes | None, pinned: str, *, name: str = "the supplementary file") -> Problem | None:
+    """Why `data` is not the supplementary PDF the submission pins, or None."""
+    if data is None:
+        return Problem("file", f"{name} was not found next to the submission (commit it in the same pull request)")
+    if len(data) > SUPPLEMENTARY_MAX_BYTES:
+        return Problem("file", f"{name} is {len(data) / 1024**2:.1f} MiB; at most "
+                               f"{SUPPLEMENTARY_MAX_BYTES // 1024**2} MiB are allowed")
+    if not data.startswith(PDF_MAGIC):
+        return Problem("file", f"{name} is not a PDF file")
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != pinned:
+        return Problem("sha256", f"{name} has sha256 {digest}, not the pinned one; pin the file you committed "
+                                 "(sha256sum FILE)")
+    return None

@@ -1,0 +1,113 @@
+"""What a pull request may bring besides its image, and what organizers learn of it: a supplementary PDF
+committed beside the submission (checked like the file itself), and the same image as another
+participant's (noted and labelled for the organizers, never refused)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.evaluation.examples import prepare_workspace
+from runner.pullrequests.github import GitHub
+from runner.pullrequests.review import LABELS, NOTE_LABEL, review
+from runner.tree.store import Store
+from tests.github_server import OWNER_REPO
+from tests.helpers import CHALLENGE, NOW, PHASE, REPO, edit_yaml, phase_file, sub, write_submission
+
+IMAGE = "ghcr.io/alice/algo@sha256:" + "a" * 64
+SAME = "docker.io/bob/copy@sha256:" + "a" * 64  # another name, the same bytes
+PDF = "%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A copy of the repository with the example challenge alone (the others are not these tests' business)."""
+    root = prepare_workspace(REPO, tmp_path / "repo")
+    for folder in (root / "challenges").iterdir():
+        if folder.is_dir() and folder.name != CHALLENGE:
+            shutil.rmtree(folder)
+    return root
+
+
+def judge(github, repo: Path, author: str, files: dict[str, str]):
+    pull = github.open_pull(author, files)
+    hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False)
+    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
+    return outcome, github.pulls[pull.number]
+
+
+# --- the same image -----------------------------------------------------------------------------------
+
+
+def test_the_same_image_from_another_participant_is_noted_not_refused(github, repo):
+    write_submission(repo, "alice", "v1", IMAGE)  # on the default branch
+    outcome, pull = judge(github, repo, "bob", {sub("bob"): f"phase: {PHASE}\nimage: {SAME}\n"})
+    assert outcome.verdict.ok and pull.merged
+    assert pull.labels == [LABELS["valid"], NOTE_LABEL]
+    assert outcome.verdict.notes == (
+        f"the same image (sha256:{'a' * 64}) was also submitted by alice ({sub('alice')}): organizers, see whether "
+        "this is one team (teams.yml) or shared work",)
+    body = pull.comments[0]["body"]
+    assert "**For the organizers** (this does not stop the submission)" in body and f"alice ({sub('alice')})" in body
+
+
+def test_a_participants_own_images_and_other_images_are_not_noted(github, repo):
+    write_submission(repo, "bob", "v1", SAME)  # bob's own earlier submission
+    write_submission(repo, "carol", "v1", "ghcr.io/carol/x@sha256:" + "c" * 64)
+    outcome, pull = judge(github, repo, "bob", {sub("bob", "v2"): f"phase: {PHASE}\nimage: {SAME}\n"})
+    assert outcome.verdict.ok and outcome.verdict.notes == ()
+    assert pull.labels == [LABELS["valid"]] and "For the organizers" not in pull.comments[0]["body"]
+
+
+def test_check_warns_at_each_submission_that_shares_an_image(repo, capsys):
+    alice = write_submission(repo, "alice", "v1", IMAGE)
+    bob = write_submission(repo, "bob", "v3", SAME)
+    write_submission(repo, "alice", "v2", IMAGE)  # her own again: no warning of its own kind
+    assert main(["--root", str(repo), "check"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rel = f"challenges/{CHALLENGE}/submissions/{PHASE}"
+    assert f"warning: {alice}:2: image: the same image was also submitted by bob ({rel}/bob/v3.yml)" in lines
+    assert (f"warning: {bob}:2: image: the same image was also submitted by alice ({rel}/alice/v1.yml), "
+            f"alice ({rel}/alice/v2.yml)") in lines
+    assert lines[-1].endswith("is valid (3 warnings)")
+
+
+# --- a supplementary PDF ------------------------------------------------------------------------------
+
+
+def pdf_submission(sha256: str, name: str = "method.pdf") -> str:
+    return f"phase: {PHASE}\nimage: {IMAGE}\nsupplementary:\n  file: {name}\n  sha256: {sha256}\n"
+
+
+def companion(participant: str = "alice", name: str = "method.pdf") -> str:
+    return str(Path(sub(participant)).parent / name)
+
+
+def test_a_pdf_beside_the_submission_is_the_one_other_file_allowed(github, repo):
+    edit_yaml(phase_file(repo), supplementary_file_choice="optional")
+    files = {sub(): pdf_submission(hashlib.sha256(PDF.encode()).hexdigest()), companion(): PDF}
+    outcome, pull = judge(github, repo, "alice", files)
+    assert outcome.verdict.problems == () and pull.merged
+
+
+@pytest.mark.parametrize("choice, files, problem", [
+    ("optional", {companion(): PDF}, "supplementary.sha256: method.pdf has sha256 "),
+    ("optional", {}, "supplementary.file: method.pdf was not found next to the submission"),
+    ("optional", {companion(): "<html>"}, "supplementary.file: method.pdf is not a PDF file"),
+    ("off", {companion(): PDF}, "supplementary: phase 'final-test' takes no supplementary file"),
+])
+def test_a_pdf_that_is_not_as_pinned_is_refused_with_its_field(github, repo, choice, files, problem):
+    edit_yaml(phase_file(repo), supplementary_file_choice=choice)
+    outcome, pull = judge(github, repo, "alice", {sub(): pdf_submission("f" * 64), **files})
+    assert not pull.merged
+    assert [p for p in outcome.verdict.problems if problem in p], outcome.verdict.problems
+
+
+def test_a_required_pdf_must_come(github, repo):
+    edit_yaml(phase_file(repo), supplementary_file_choice="required")
+    outcome, _ = judge(github, repo, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n"})
+    assert any("requires a PDF describing the method" in p for p in outcome.verdict.problems)
