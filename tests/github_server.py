@@ -183,7 +183,8 @@ class FakeGitHub:
             ("POST", r"/issues/(\d+)/labels", lambda n: self._label(self.pulls[n], body)),
             ("DELETE", r"/issues/(\d+)/labels/(.+)", lambda n, name: self._unlabel(self.pulls[n], name)),
             ("GET", r"/contents/(.+)", lambda p: self._content(p, query.get("ref", ["main"])[0])),
-            ("GET", r"/commits/([0-9a-f]{40})", lambda sha: (200, {"sha": sha, "url": f"{self.url}{prefix}/commits/{sha}"})),
+            ("GET", r"/commits/([0-9a-f]{40})",
+             lambda sha: (200, {"sha": sha, "url": f"{self.url}{prefix}/commits/{sha}"})),
             ("GET", r"/commits/([0-9a-f]{40})/pulls", lambda sha: (200, [self.pull_json(p) for p in self.pulls.values()
                                                                       if p.merge_commit_sha == sha])),
         ]

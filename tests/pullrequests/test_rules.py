@@ -143,7 +143,7 @@ def test_a_registration_pull_request_is_labelled_for_an_organizer_not_merged(git
 def test_a_registration_for_someone_else_is_refused(github, repo):
     edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
     path = f"challenges/{CHALLENGE}/registrations/bob.yml"
-    outcome, pull = judge(github, repo, {path: "name: Bob\naccept_rules: false\n"})
+    outcome, _ = judge(github, repo, {path: "name: Bob\naccept_rules: false\n"})
     assert outcome.verdict.problems == (
         f"{path}: a registration is named after its author: challenges/{CHALLENGE}/registrations/alice.yml",
         f"{path}:2: accept_rules: must be true: registering means accepting the challenge's rules")

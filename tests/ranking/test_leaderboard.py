@@ -133,7 +133,8 @@ def test_aggregate_then_rank_median_and_a_result_without_cases():
     results = [case_result("a", {"c1": 0.2, "c2": 0.4, "c3": 0.9}), case_result("b", {"c1": 0.5, "c2": 0.5, "c3": 0.5}),
                result("z", {"aggregates": {"v": 1.0}})]
     board = leaderboard(case_phase("aggregate-then-rank", aggregate="median"), results)
-    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("b", 1, 0.5), ("a", 2, 0.4), ("z", None, None)]
+    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [
+        ("b", 1, 0.5), ("a", 2, 0.4), ("z", None, None)]
 
 
 def test_test_then_rank_share_of_wins():
@@ -152,7 +153,8 @@ def test_best_of_last_n_counts_only_recent_results():
     # L2L: the participant's best of their last 3 submissions counts (../shared/seeds/l2l-fewshot-challenge.txt)
     from dataclasses import replace as dc_replace
     days = [f"2026-01-0{d}T00:00:00+00:00" for d in range(1, 6)]
-    results = [result("u", {"a": a, "b": 0}, day, f"u{i}") for i, (a, day) in enumerate(zip([0.99, 0.1, 0.2, 0.3, 0.25], days))]
+    scores = [0.99, 0.1, 0.2, 0.3, 0.25]
+    results = [result("u", {"a": a, "b": 0}, day, f"u{i}") for i, (a, day) in enumerate(zip(scores, days))]
     results.append(result("v", {"a": 0.5, "b": 0}, days[0], "v0"))
     p = dc_replace(phase("absolute", "best"), best_of_last=3)
     board = leaderboard(p, results)

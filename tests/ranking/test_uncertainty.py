@@ -140,4 +140,5 @@ def test_vectorised_kendall_tau_b_matches_scipy():
     rankings = rng.integers(1, 6, size=(50, 12)).astype(float)
     rankings[0] = 1.0  # all tied: tau undefined, NaN as in scipy
     expected = [stats.kendalltau(reference, r).statistic for r in rankings]
-    np.testing.assert_allclose(kendall_tau_b(reference, rankings, chunk_elements=100), expected, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(kendall_tau_b(reference, rankings, chunk_elements=100), expected, rtol=1e-12,
+                               equal_nan=True)

@@ -221,4 +221,5 @@ def test_serve_live_ends_when_mkdocs_exits(tmp_path):
             "sys.exit(serve.serve_live(Path(sys.argv[1]), int(sys.argv[2]), lambda: None, [Path(sys.argv[1])]))")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(free_port())], capture_output=True,
                           text=True, timeout=60)
-    assert done.returncode == 2 and "mkdocs.generated.yml" in done.stderr, done.stderr  # mkdocs's usage error, passed on
+    # mkdocs's usage error, passed on
+    assert done.returncode == 2 and "mkdocs.generated.yml" in done.stderr, done.stderr

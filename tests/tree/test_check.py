@@ -172,7 +172,8 @@ def test_score_paths_are_tried_on_the_committed_results(repo, capsys):
 def test_one_file_that_is_not_ours(repo, capsys):
     page = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     assert run_check(repo, capsys, str(page)) == (
-        1, [f"{page}: is not a challenge, phase, submission, result, approvals, exclusions, teams or registration file"],
+        1, [f"{page}: is not a challenge, phase, submission, result, approvals, exclusions, teams or "
+            "registration file"],
         "1 problem found\n")
 
 
