@@ -86,7 +86,8 @@ def _form(phase: Phase) -> str:
 
 def _resources(phase: Phase) -> str:
     limits = phase.algorithm
-    runs = "per case" if phase.inference_mode == "per-case" else "over all cases"
+    runs = "over all cases" if phase.inference_mode != "per-case" else (
+        "per case" if phase.cases_per_run == 1 else f"per run of {phase.cases_per_run} cases")
     gpus = plural(limits.gpus, "GPU") if limits.gpus else "no GPU"
     return (f"{limits.cpus:g} CPU, {size_text(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
             f"{size_text(limits.output)} of output; no network")
