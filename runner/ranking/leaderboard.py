@@ -13,9 +13,9 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pandas as pd
 
@@ -30,7 +30,7 @@ from runner.tree.model import (
 )
 
 if TYPE_CHECKING:
-    from runner.ranking.methods import RankSpec
+    from runner.ranking.methods import Aggregate, Method, Missing, RankSpec
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
     complete = [r for r in rows if all(r.values[i] is not None for i in ranked_idx)]
     if not complete:
         return _unranked(rows, complete)
-    per_metric = [competition_ranks([r.values[i] for r in complete], descending=columns[i].order == "desc")
+    per_metric = [competition_ranks([_present(r.values[i]) for r in complete], descending=columns[i].order == "desc")
                   for i in ranked_idx]
     if method == "absolute":
         scores = [float(rank) for rank in per_metric[0]]
@@ -103,9 +103,10 @@ def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
     frame = pd.DataFrame([("phase", case, str(i), value) for i, r in enumerate(complete)
                           for case, value in r.case_values], columns=["task", "case", "algorithm", "value"])
     table = rank(frame, rank_spec(phase)).set_index("algorithm")
-    kept = [(r, table.loc[str(i)]) for i, r in enumerate(complete) if str(i) in table.index]
+    kept = [(r, str(i)) for i, r in enumerate(complete) if str(i) in table.index]
     rows_kept = [r for r, _ in kept]
-    return (_sorted(rows_kept, [int(t["rank"]) for _, t in kept], [float(t["value"]) for _, t in kept])
+    ranks, values = table["rank"].to_dict(), table["value"].to_dict()
+    return (_sorted(rows_kept, [int(ranks[key]) for _, key in kept], [float(values[key]) for _, key in kept])
             + _unranked(rows, rows_kept))
 
 
@@ -139,7 +140,7 @@ def _metrics_frame(rows: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["task", "case", "algorithm", "metric", "value"])
 
 
-def case_metric(document: dict, path: str) -> tuple[tuple[str, float], ...]:
+def case_metric(document: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
     """Each case's number at `path`, a JSONPath whose one `*` stands for the case (case.*.dsc,
     runner.cases.*.wall_time_s), as (case name, value); a value that is not a finite number is NaN.
     A case is named by its key up to the first dot: the runner keys its per-case measurements by
@@ -157,15 +158,22 @@ def case_metric(document: dict, path: str) -> tuple[tuple[str, float], ...]:
     return tuple(pairs)
 
 
-def rank_spec(phase: Phase, *, method: str | None = None, aggregate: str | None = None) -> RankSpec:
+def rank_spec(phase: Phase, *, method: Method | None = None, aggregate: Aggregate | None = None) -> RankSpec:
     """The challengeR options of a phase (its `ranking_options`): the one mapping from a phase to a
     RankSpec. `method` and `aggregate` override the phase's, e.g. to bootstrap a mean-of-Dice score."""
     from runner.ranking.methods import RankSpec
 
     options = phase.ranking_options
-    return RankSpec(method=method or phase.scoring_method_choice, aggregate=aggregate or options.aggregate,
-                    smaller_better=phase.score.order == "asc", ties=options.ties, missing=options.missing,
+    chosen = method or cast("Method", phase.scoring_method_choice)  # a case method: the callers ask for one
+    return RankSpec(method=chosen, aggregate=aggregate or options.aggregate,
+                    smaller_better=phase.score.order == "asc", ties=options.ties,
+                    missing=cast("Missing", options.missing),
                     alpha=options.alpha, p_adjust=options.p_adjust)
+
+
+def _present(value: float | None) -> float:
+    assert value is not None  # callers rank complete rows only
+    return value
 
 
 def _sorted(rows: list[Row], ranks: list[int], scores: list[float]) -> list[Row]:
@@ -259,7 +267,7 @@ def _combine(ranks: list[int], weights: list[float], how: str) -> float:
     return float(total if how == "sum" else total / sum(weights))
 
 
-def _keep_per_participant(rows: list[Row], *, key, newest: bool) -> list[Row]:
+def _keep_per_participant(rows: list[Row], *, key: Callable[[Row], Any], newest: bool) -> list[Row]:
     kept: dict[str, Row] = {}
     for row in rows:
         held = kept.get(row.participant)

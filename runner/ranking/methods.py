@@ -283,7 +283,8 @@ def _aggregate(values: np.ndarray, weights: np.ndarray, how: Aggregate) -> np.nd
     if how == "mean":
         sums = np.einsum("sc,ac->sa", weights.astype(float), np.where(present, values, 0.0))
         with np.errstate(divide="ignore", invalid="ignore"):
-            return sums / (weights @ present.T)
+            mean: np.ndarray = sums / (weights @ present.T)
+        return mean
     order = np.argsort(values, axis=1)  # NaN last
     ordered = np.take_along_axis(values, order, axis=1)
     present = np.take_along_axis(present, order, axis=1).astype(np.int32)
@@ -308,9 +309,9 @@ def _kth(ordered: np.ndarray, cumulative: np.ndarray, k: np.ndarray) -> np.ndarr
     return np.take_along_axis(ordered[None], position[..., None], axis=-1)[..., 0]
 
 
-def _matrix(frame: pd.DataFrame, *, algorithms: list, cases: list) -> np.ndarray:
-    rows = pd.Index(algorithms).get_indexer(frame["algorithm"])
-    cols = pd.Index(cases).get_indexer(frame["case"])
+def _matrix(frame: pd.DataFrame, *, algorithms: list[str], cases: list[str]) -> np.ndarray:
+    rows = pd.Index(algorithms).get_indexer(pd.Index(frame["algorithm"]))
+    cols = pd.Index(cases).get_indexer(pd.Index(frame["case"]))
     flat = rows * len(cases) + cols
     _, first_seen, counts = np.unique(flat, return_index=True, return_counts=True)
     if (counts > 1).any():
@@ -321,7 +322,8 @@ def _matrix(frame: pd.DataFrame, *, algorithms: list, cases: list) -> np.ndarray
     return values
 
 
-def _ranked(task, algorithms: list, *, scores: np.ndarray, ranks: np.ndarray, ties: Ties) -> pd.DataFrame:
+def _ranked(task: object, algorithms: list[str], *, scores: np.ndarray, ranks: np.ndarray,
+            ties: Ties) -> pd.DataFrame:
     frame = pd.DataFrame({"task": task, "algorithm": algorithms, "value": scores,
                           "rank": ranks if ties == "average" else ranks.astype(np.int64)})
     return frame.sort_values(["rank", "algorithm"], kind="stable")

@@ -7,13 +7,13 @@ What the leaderboard page's blob plot and significance map show. Imports scipy (
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from runner.ranking.leaderboard import Leaderboard, rank_spec
-from runner.ranking.methods import RankSpec
+from runner.ranking.methods import Aggregate, RankSpec
 from runner.ranking.uncertainty import bootstrap
 from runner.tree.jsonpaths import lookup_all
 from runner.tree.model import CASE_METHODS, Phase, Result, scored_document
@@ -45,7 +45,8 @@ def case_values(phase: Phase, board: Leaderboard, results: list[Result]) -> tupl
         return None
     if phase.scoring_method_choice in CASE_METHODS:
         return frame, rank_spec(phase)
-    return frame, rank_spec(phase, method="aggregate-then-rank", aggregate=match["stat"] if match else None)
+    stat = cast("Aggregate", match["stat"]) if match else None  # PER_CASE_SCORE matches mean or median only
+    return frame, rank_spec(phase, method="aggregate-then-rank", aggregate=stat)
 
 
 def ranking_uncertainty(phase: Phase, board: Leaderboard, results: list[Result]) -> dict[str, Any] | None:
