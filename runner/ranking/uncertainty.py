@@ -36,6 +36,7 @@ class BootstrapSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """For JSON: the summaries, tau per sample, and for each algorithm the ones it beats."""
+        beats = self.significance.loc[self.algorithms, self.algorithms].to_numpy()  # one lookup, not one per pair
         return {
             "samples": len(self.ranks),
             "algorithms": self.algorithms,
@@ -43,8 +44,8 @@ class BootstrapSummary:
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
             "kendall_tau": [None if np.isnan(t) else float(t) for t in self.kendall_tau],
-            "significantly_better_than": {a: [b for b in self.algorithms if self.significance.at[a, b]]
-                                          for a in self.algorithms},
+            "significantly_better_than": {a: [b for b, yes in zip(self.algorithms, row) if yes]
+                                          for a, row in zip(self.algorithms, beats)},
         }
 
 

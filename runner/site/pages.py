@@ -18,6 +18,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -63,6 +65,9 @@ METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median
 LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
           "most_recent": "each participant's most recent result is listed"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
+# A phase with more results bundles each participant's public records in one JSON file: staged files
+# then grow with participants, not results (Zensical stalls near 64,000 files; MkDocs copies each one).
+BUNDLE_OVER = 50
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class PhasePage:
     uncertainty: dict[str, Any] | None = None  # the bootstrap of the ranking, where there is enough data
     details: dict[str, SubmissionDetails] = field(default_factory=dict)  # participant/id -> title, links
     supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
+    bundled: bool = False  # results published as <participant>.json ({id: record}), see BUNDLE_OVER
 
     @property
     def method_name(self) -> str:
@@ -131,6 +137,8 @@ class _Run:
     history: History
     memo: Memo
     now: dt.datetime
+    code: str = ""  # a hash of the code and templates behind the pages (`_code`)
+    phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     wanted: dict[Path, bytes] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
 
@@ -164,7 +172,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     `policy.public_record` allows now; what needed the publish key and did not have it is `log`ged."""
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
-    run = _Run(environment(templates), History(store), Memo(cache), now)
+    run = _Run(environment(templates), History(store), Memo(cache), now, _code(templates),
+               Memo(cache and cache.with_name(f"{cache.name}-phases")))
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
@@ -174,12 +183,11 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         _phases_section(run, entry)
         _data_section(run, entry)
         for phase in entry.phases:
-            published = store.published(phase.challenge, phase)
-            _phase_files(run, entry.challenge, phase, published)
-            news.setdefault(entry.challenge.slug, []).extend(feeds.result_entries(phase, published, now=now))
+            news.setdefault(entry.challenge.slug, []).extend(_phase(run, store, entry.challenge, phase))
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
+    run.phases.prune()
     for line in run.left_out:
         log(line)
     site_url = catalog.site_url(store.root)
@@ -191,6 +199,14 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         if path.is_file():
             wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
     return _sync(stage, wanted)
+
+
+def _code(templates: Path) -> str:
+    """A hash of everything that turns the tree into pages: the package's stages up to this one and the templates."""
+    package = Path(__file__).parents[1]
+    sources = [p for part in ("tree", "ranking", "site") for p in sorted((package / part).rglob("*.py"))]
+    sources += sorted(p for p in templates.rglob("*") if p.is_file()) if templates.is_dir() else []
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
 
 
 def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:
@@ -217,13 +233,21 @@ def ranking_method(phase: Phase) -> str:
         how = (f"the results are ranked on {score} in each case ({better[phase.score.order]}), then ordered by "
                f"the {options.aggregate} of their per-case ranks")
     elif method == "rank-then-average":
-        return rank_then_average(phase, listed=LISTED[phase.result_display_choice])
+        return rank_then_average(phase, listed=listed(phase))
     else:
         adjusted = "" if options.p_adjust == "none" else f", p adjusted by {options.p_adjust}"
         how = (f"every pair of results is compared on {score} by a one-sided Wilcoxon signed-rank test over cases "
                f"(p ≤ {options.alpha}{adjusted}), and results are ordered by the share of the others they beat")
-    return (f"{how}, equal ones sharing a rank (1, 2, 2, 4); {LISTED[phase.result_display_choice]}, "
+    return (f"{how}, equal ones sharing a rank (1, 2, 2, 4); {listed(phase)}, "
             "and one missing a ranked value is listed without a rank.")
+
+
+def listed(phase: Phase) -> str:
+    """Which results the leaderboard lists, and of which (L2L's best of the last N)."""
+    which = LISTED[phase.result_display_choice]
+    if phase.best_of_last:
+        return f"only each participant's last {phase.best_of_last} results compete; {which}"
+    return which
 
 
 def rank_then_average(phase: Phase, *, listed: str) -> str:
@@ -252,6 +276,65 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
 
 
+def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[feeds.Entry]:
+    """A phase's files (`_phase_files`) and its feed entries, taken whole from the memo when none of
+    their inputs changed, so a new result costs its own phase, not every phase's results again."""
+    def compute() -> bytes:
+        sub = replace(run, wanted={}, left_out=[])
+        used = set(run.memo.used)
+        published = store.published(phase.challenge, phase)
+        _phase_files(sub, challenge, phase, published)
+        news = feeds.result_entries(phase, published, now=run.now)
+        return pickle.dumps((sub.wanted, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
+    key = _phase_key(run, store, challenge, phase)
+    wanted, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
+    run.wanted.update(wanted)
+    run.left_out.extend(left_out)
+    run.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
+    return news
+
+
+def _phase_key(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> str | None:
+    """Everything a phase's pages depend on, read without parsing a result: the records, what the
+    policy shows now, the code and templates, each file of the challenge's folder but other phases'
+    results, and the phase's snapshots in git. Result files count by size, time and inode (the runner
+    replaces them whole); the few others by content, as an editor may rewrite one within a clock tick.
+    None where results may be sealed: those depend on keys and copies outside the folder, so that
+    phase is always computed."""
+    if withholds(phase):
+        return None
+    try:
+        snapshots = [(s.day, s.commit) for s in run.history.snapshots(phase.challenge, phase.slug)]
+    except HistoryError:
+        snapshots = []
+    files: list[str] = []
+    _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
+    return (f"phase {run.code} {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots}\n"
+            + "\n".join(files))
+
+
+def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
+    """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
+    folder named in `skip` only the subfolders named there are walked; the results' subfolders are
+    the only ones holding results, which count by size, time and inode."""
+    with os.scandir(folder) as found:
+        entries = sorted(found, key=lambda e: e.name)
+    for entry in entries:
+        name = f"{rel}{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in skip:  # `skip` is for the top folder only: subfolders get none
+                _stat_files(entry.path, f"{name}/", out, skip={})
+            else:
+                for sub in sorted(skip[entry.name]):
+                    if os.path.isdir(os.path.join(entry.path, sub)):
+                        _stat_files(os.path.join(entry.path, sub), f"{name}/{sub}/", out, skip={})
+        elif name.startswith("results/"):
+            info = entry.stat(follow_symlinks=False)
+            out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")
+        else:
+            out.append(f"{name} {hashlib.sha256(Path(entry.path).read_bytes()).hexdigest()}")
+
+
 def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result]) -> None:
     """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON."""
     folder = Path(challenge.slug, "leaderboard", phase.slug)
@@ -260,6 +343,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     board = leaderboard(phase, results, excluded=excluded)
     viewer = Path(challenge.slug, "results", phase.slug)
     about, pdfs = _submission_details(run, viewer, results)
+    bundled = len(results) > BUNDLE_OVER
     if shown.scores:
         table, header = records(board), fields(phase)
         snapshots = _snapshots(run, phase, folder, results, excluded)
@@ -267,23 +351,30 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
         page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty),
-                         details=about, supplementary=pdfs)
+                         details=about, supplementary=pdfs, bundled=bundled)
     else:
         status = f"succeeded — {shown.note}"
         ranked = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
         table, header = withheld_records(ranked, status), WITHHELD_FIELDS
-        page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs)
+        page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs,
+                         bundled=bundled)
     run.wanted[folder / "leaderboard.json"] = _json(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
     run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
     run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
+    bundles: dict[str, dict[str, Any]] = {}
     for result in results:
         key = f"{result.participant}/{result.submission}"
         published = replace(public_record(result, phase, shown), details=about.get(key))
         extra = {"excluded": excluded[key]} if key in excluded else {}
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
         public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs
-        run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json({**public, **extra})
+        if bundled:
+            bundles.setdefault(result.participant, {})[result.submission] = {**public, **extra}
+        else:
+            run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json({**public, **extra})
+    for participant, records_of in bundles.items():
+        run.wanted[viewer / f"{participant}.json"] = _json(records_of)
     if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and not r.metrics]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")

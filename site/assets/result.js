@@ -193,7 +193,15 @@
     var id = new URLSearchParams(window.location.search).get("id") || "";
     if (!ID.test(id)) return;
     var json = function (url) { return fetch(url).then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); }); };
-    Promise.all([json(view.dataset.results + id + ".json"), json(view.dataset.board).catch(function () { return null; })])
+    // A large phase bundles each participant's results in one <participant>.json ({submission: result}),
+    // so the staged files do not grow with the number of results; a small one has <participant>/<id>.json.
+    var parts = id.split("/"), one = view.dataset.bundled === "true"
+      ? json(o.results + parts[0] + ".json").then(function (all) {
+        if (!Object.prototype.hasOwnProperty.call(all, parts[1])) throw new Error("missing");
+        return all[parts[1]];
+      })
+      : json(o.results + id + ".json");
+    Promise.all([one, json(view.dataset.board).catch(function () { return null; })])
       .then(function (both) { render(view, both[0], both[1], o); })
       .catch(function () { view.textContent = "No result " + id + " in this phase."; });
   }

@@ -1,0 +1,62 @@
+"""The site at scale: large phases bundle their results per participant, and a phase whose inputs did
+not change is taken whole from the page cache (so one new result regenerates one phase)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from runner.evaluation.examples import prepare_workspace
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit
+
+
+@pytest.fixture
+def scored(tmp_path):
+    repo = prepare_workspace(REPO, tmp_path / "repo")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    for participant, dice in (("alice", 0.7), ("bob", 0.8)):
+        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.1, dice + 0.1])
+    add_result(repo, "bob", "v2", 0.6, cases=[0.6, 0.5, 0.7])
+    commit(repo, "2026-03-01T10:00:00Z")
+    return repo
+
+
+def generate(repo, **kwargs) -> dict[str, bytes]:
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, **kwargs)
+    return {str(p.relative_to(config.stage)): p.read_bytes() for p in config.stage.rglob("*") if p.is_file()}
+
+
+def test_a_large_phase_bundles_each_participants_results(scored, monkeypatch):
+    single = generate(scored)
+    monkeypatch.setattr(pages, "BUNDLE_OVER", 2)
+    bundled = generate(scored)
+    folder = f"{CHALLENGE}/results/{PHASE}"
+    bob = json.loads(bundled[f"{folder}/bob.json"])
+    assert sorted(bob) == ["v1", "v2"]
+    assert bob["v2"] == json.loads(single[f"{folder}/bob/v2.json"])  # the same public record, in one file
+    assert f"{folder}/bob/v2.json" not in bundled
+    assert 'data-bundled="true"' in bundled[f"{folder}/view.md"].decode()
+    assert 'data-bundled' not in single[f"{folder}/view.md"].decode()
+
+
+def test_an_unchanged_phase_comes_from_the_cache(scored, monkeypatch):
+    cache = scored / "build" / "page-cache"
+    first = generate(scored, cache=cache)
+    monkeypatch.setattr(pages, "_phase_files", lambda *args: pytest.fail("an unchanged phase was computed again"))
+    assert generate(scored, cache=cache) == first
+
+
+def test_a_new_result_regenerates_its_phase(scored):
+    cache = scored / "build" / "page-cache"
+    generate(scored, cache=cache)
+    add_result(scored, "carol", "v1", 0.9, cases=[0.9, 0.8, 1.0])
+    commit(scored, "2026-03-02T10:00:00Z")
+    kept = generate(scored, cache=cache)
+    assert kept == generate(scored)  # as generated without any cache
+    assert b"carol" in kept[f"{CHALLENGE}/leaderboard/{PHASE}.md"]
