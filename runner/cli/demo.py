@@ -39,9 +39,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         err.print(f"hidden data written for {slug} under {data_root}")
     with contextlib.closing(executor):
         for example in examples.examples(store):
-            err.print(f"building example {example.challenge}/{example.folder.name}")
+            err.print(f"submitting example {example.challenge}/{example.folder.name}")
             examples.submit(example, store, executor=executor, base=base)
-        config = RunnerConfig(data_root=data_root, allow_local_images=True, log_dir=workspace / "build" / "logs")
+        # Local runs: local image IDs and file:// archives are fine, and GPU phases run on the CPU here.
+        config = RunnerConfig(data_root=data_root, allow_local_images=True, cpu_fallback=True,
+                              log_dir=workspace / "build" / "logs", cache_dir=workspace / "build" / "cache")
         reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")

@@ -8,6 +8,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from pydantic import TypeAdapter, ValidationError
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,12 +18,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from runner.evaluation.archives import ENV_RUNNER_KEY
+from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES
 from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
 from runner.evaluation.queue import JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.measure import nvml_reader
 from runner.execution.sandbox import Executor
 from runner.tree.model import Submission
+from runner.tree.schema_types import Size
+from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
 from .common import UsageError, err, out
@@ -41,13 +47,24 @@ def register(sub) -> None:
     e.add_argument("--data-root", type=Path, default=os.environ.get(ENV_DATA_ROOT),
                    help=f"hidden data root (or ${ENV_DATA_ROOT})")
     e.add_argument("--allow-local-images", action="store_true",
-                   help="accept local image IDs (sha256:...) for runs without a registry")
+                   help="local runs: accept local image IDs (sha256:...), and image archives at file:// or "
+                        "private-network addresses")
     e.add_argument("--base-image", help="Python base for building evaluation images (default: python:3.11-slim, "
                    "else an offline Debian base)")
     e.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
     e.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""),
                    help=f"GPU indices this runner may assign, e.g. 0 or 0,1 (or ${ENV_GPUS})")
     e.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: ROOT/build/cache)")
+    e.add_argument("--cache-max-size", type=size, default=DEFAULT_MAX_BYTES,
+                   help="evict the least recently used outputs beyond this size, e.g. 20g (default: 20g)")
+    e.add_argument("--cache-max-age", type=float, default=DEFAULT_MAX_AGE_S / 86400,
+                   help="evict outputs unused for this many days (default: 30)")
+    e.add_argument("--cpu-fallback", action="store_true",
+                   help="run GPU phases without a GPU where this runner has none (demo, local tries); "
+                        "results say so")
+    e.add_argument("--runner-key", type=Path,
+                   help=f"this runner's age identity, to open image archives encrypted to it (or ${ENV_RUNNER_KEY} "
+                        "holding the key itself)")
     e.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: ROOT/build/logs)")
     e.set_defaults(func=cmd_evaluate)
 
@@ -63,9 +80,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         queue = [s for s in queue if in_shard(s.key, args.shard)]
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
     config = RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
-                          runtime=args.runtime, gpu_ids=gpus,
+                          runtime=args.runtime, gpu_ids=gpus, cpu_fallback=args.cpu_fallback,
                           cache_dir=(args.cache_dir or store.root / "build" / "cache").resolve(),
-                          log_dir=(args.log_dir or store.root / "build" / "logs").resolve())
+                          cache_max_bytes=args.cache_max_size, cache_max_age_s=args.cache_max_age * 86400,
+                          log_dir=(args.log_dir or store.root / "build" / "logs").resolve(),
+                          runner_keys=runner_identity(args.runner_key))
     executor, base = runner_executor(args.base_image, gpus=bool(gpus))
     with contextlib.closing(executor):
         reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=args.rerun)
@@ -77,6 +96,26 @@ def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Exec
     images). Choosing another executor (Kubernetes Jobs) is a change here alone."""
     executor = DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
     return executor, executor.ensure_base(base_image, log=err.print)
+
+
+def runner_identity(path: Path | None) -> tuple[Identity, ...]:
+    """The runner's age identity, which opens image archives encrypted to its public key: from
+    --runner-key FILE, else the key itself in CHALLENGE_RUNNER_KEY, else none."""
+    if path is not None:
+        return tuple(read_identity_file(path))
+    text = os.environ.get(ENV_RUNNER_KEY, "").strip()
+    found = tuple(identities([text])) if text else ()
+    if text and not found:
+        raise UsageError(f"{ENV_RUNNER_KEY} holds no age identity (AGE-SECRET-KEY-1...) or OpenSSH private key")
+    return found
+
+
+def size(text: str) -> int:
+    """Bytes from 2048, 512m or 20g: the tree's own reading of sizes."""
+    try:
+        return TypeAdapter(Size).validate_python(text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(exc.errors()[0]["msg"]) from None
 
 
 def shard(text: str) -> tuple[int, int]:
@@ -111,7 +150,7 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
             how = "reused" if measured.get("reused") else f"{measured['wall_time_s']:.2f} s"
             progress.update(task, description=f"evaluating: case {index + 1}/{total} {case} ({how})")
 
-        def retrying(line: str) -> None:
-            progress.console.print(f"[yellow]retry[/] {line}", markup=True, highlight=False)
+        def note(line: str) -> None:  # retries, and what was swept of dead runners
+            progress.console.print(f"[yellow]{escape(line)}[/]", markup=True, highlight=False)
 
-        return run_jobs(queue, on_done=done, on_case=case_done, log=retrying, **kwargs)
+        return run_jobs(queue, on_done=done, on_case=case_done, log=note, **kwargs)

@@ -1,7 +1,10 @@
 """Algorithm outputs kept on the runner, keyed by image ID and input content.
 
 Re-evaluating a submission (a new evaluation container, a re-run) then re-scores stored outputs
-instead of spending GPU time running the same image on the same case again.
+instead of spending GPU time running the same image on the same case again. Outputs are the
+participant's, so the cache is bounded: an entry larger than a quarter of the budget is not kept,
+entries unused for `max_age_s` go, and then the least recently used ones until the whole fits in
+`max_bytes` (`evict`, called when a runner starts and after each submission).
 """
 
 from __future__ import annotations
@@ -11,17 +14,31 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runner.execution.images import tree_hash
 
+GIB = 1024**3
+DEFAULT_MAX_BYTES = 20 * GIB
+DEFAULT_MAX_AGE_S = 30 * 86400
+STAGING_MAX_AGE_S = 3600  # a staging folder this old belongs to a runner killed while storing
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    size: int
+    used: float  # when it was stored or last reused (the record's mtime)
+
 
 class OutputCache:
     """Stored outputs and their run records under `root`, one entry per (image ID, input content)."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_age_s: float = DEFAULT_MAX_AGE_S):
+        self.root, self.max_bytes, self.max_age_s = root, max_bytes, max_age_s
 
     @staticmethod
     def key(image_id: str, inputs: Path) -> str:
@@ -31,21 +48,70 @@ class OutputCache:
     def get(self, key: str, dest: Path) -> dict[str, Any] | None:
         """Copy the stored outputs into `dest` and return their run record, or None if absent."""
         entry = self.root / key[:2] / key
-        if not (entry / "record.json").is_file():
+        record = entry / "record.json"
+        if not record.is_file():
             return None
         shutil.copytree(entry / "outputs", dest, dirs_exist_ok=True)
-        return json.loads((entry / "record.json").read_text())
+        os.utime(record)  # recently used: evicted last
+        return json.loads(record.read_text())
 
-    def put(self, key: str, outputs: Path, *, record: dict[str, Any]) -> None:
-        """Store atomically: a half-written entry is never visible under its key."""
+    def put(self, key: str, outputs: Path, *, record: dict[str, Any]) -> bool:
+        """Store atomically (a half-written entry is never visible under its key); False if the
+        outputs are too large to be worth keeping."""
         entry = self.root / key[:2] / key
         if entry.exists():
-            return
+            return True
+        size = folder_size(outputs)
+        if size > self.max_bytes // 4:
+            return False
         entry.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
         shutil.copytree(outputs, staging / "outputs")
+        (staging / "size").write_text(str(size))
         (staging / "record.json").write_text(json.dumps(record))
         try:
             os.rename(staging, entry)
         except OSError:  # another runner stored the same entry first
             shutil.rmtree(staging, ignore_errors=True)
+        return True
+
+    def entries(self) -> list[Entry]:
+        found = []
+        for entry in self.root.glob("??/*"):
+            record = entry / "record.json"
+            if entry.name.startswith(".tmp-") or not record.is_file():
+                continue
+            try:
+                size = int((entry / "size").read_text())
+            except (OSError, ValueError):  # stored before sizes were recorded
+                size = folder_size(entry / "outputs")
+            found.append(Entry(entry, size, record.stat().st_mtime))
+        return found
+
+    def evict(self, *, now: float | None = None) -> int:
+        """Remove expired entries, then the least recently used until the cache fits; bytes freed.
+        Several runners may evict at once: an entry another one removed first is simply gone."""
+        now = time.time() if now is None else now
+        self._sweep_staging(now)
+        entries = sorted(self.entries(), key=lambda e: e.used)
+        total, freed = sum(e.size for e in entries), 0
+        for entry in entries:
+            if now - entry.used <= self.max_age_s and total <= self.max_bytes:
+                break
+            shutil.rmtree(entry.path, ignore_errors=True)
+            total -= entry.size
+            freed += entry.size
+        return freed
+
+    def _sweep_staging(self, now: float) -> None:
+        for staging in self.root.glob("??/.tmp-*"):
+            try:
+                if now - staging.stat().st_mtime > STAGING_MAX_AGE_S:
+                    shutil.rmtree(staging, ignore_errors=True)
+            except FileNotFoundError:
+                continue
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of the regular files under `folder`."""
+    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())

@@ -7,11 +7,13 @@ resumes: images, hidden data and results already made are reused.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -25,6 +27,9 @@ from runner.tree.store import Store
 COPIED = (CHALLENGES, "site", "mkdocs.yml")
 
 
+SUBMITTED_AS = ("image", "archive")  # example.yml's `as`: a local image ID, or a docker save archive (file://)
+
+
 @dataclass(frozen=True)
 class Example:
     folder: Path
@@ -33,6 +38,9 @@ class Example:
     participant: str
     id: str
     title: str
+    submitted_as: str = "image"
+    predictions: str | None = None  # a file in the example's folder, committed beside the submission
+    code_url: str | None = None
 
 
 def prepare_workspace(root: Path, workspace: Path) -> Path:
@@ -48,28 +56,62 @@ def prepare_workspace(root: Path, workspace: Path) -> Path:
 
 
 def examples(store: Store) -> list[Example]:
-    """Every challenges/<c>/examples/<name>/example.yml: an algorithm to submit in the demo."""
+    """Every challenges/<c>/examples/<name>/example.yml: an algorithm or a predictions file the demo submits."""
     found = []
     for path in sorted(store.base.glob("*/examples/*/example.yml")):
         f = Fields(load_yaml(path))
-        f.allow_only(("phase", "participant", "id", "title"))
+        f.allow_only(("phase", "participant", "id", "title", "as", "predictions", "code_url"))
         found.append(Example(path.parent, path.parents[2].name, f.text("phase", pattern=SLUG, what="a phase slug"),
                              f.text("participant", pattern=NAME, what="a participant name"),
-                             f.text("id", pattern=NAME, what="a submission id"), f.text("title", "")))
+                             f.text("id", pattern=NAME, what="a submission id"), f.text("title", ""),
+                             f.choice("as", SUBMITTED_AS, "image"),
+                             f.text("predictions", None, pattern=NAME, what="a file in the example's folder"),
+                             f.text("code_url", None)))
     return found
 
 
 def submit(example: Example, store: Store, *, executor: Executor, base: str | None) -> Path:
-    """Build the example's image and write its submission file, pinned by local image ID."""
-    name = f"challenge-example/{example.challenge}-{example.folder.name}"
-    image_id = executor.build(example.folder, name=name, base=base)
+    """Write the example's submission file: its predictions file committed beside it and pinned by
+    sha256; or its image, built and pinned by local image ID, or (`as: archive`) saved into the
+    workspace as an image archive named by a file:// URL."""
     path = store.paths.submission_file(example.challenge, example.phase, example.participant, example.id)
-    text = yaml.safe_dump({"phase": example.phase, "image": image_id, "title": example.title}, sort_keys=False)
+    pinned: dict[str, Any]
+    if example.predictions:
+        pinned = _committed_predictions(example, path)
+    else:
+        image_id = executor.build(example.folder, name=f"challenge-example/{example.challenge}-{example.folder.name}",
+                                  base=base)
+        pinned = {"image": image_id} if example.submitted_as == "image" else {
+            "image_archive": saved_archive(image_id, store.root / "build" / "archives", executor=executor)}
+    links = {"code_url": example.code_url} if example.code_url else {}
+    text = yaml.safe_dump({"phase": example.phase, **pinned, "title": example.title, **links}, sort_keys=False)
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         store.result_path(store.submission(path)).unlink(missing_ok=True)  # a new image needs a new result
     return path
+
+
+def _committed_predictions(example: Example, submission: Path) -> dict[str, dict[str, str]]:
+    source = example.folder / (example.predictions or "")
+    submission.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, submission.parent / source.name)
+    return {"predictions": {"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}}
+
+
+def saved_archive(image_id: str, folder: Path, *, executor: Executor) -> dict[str, str]:
+    """`image_id` saved once as `<folder>/<id>.tar`; its file:// URL and sha256, as a submission names them."""
+    path = folder / f"{image_id.removeprefix('sha256:')[:16]}.tar"
+    digest = path.with_suffix(".sha256")
+    if not (path.is_file() and digest.is_file()):
+        folder.mkdir(parents=True, exist_ok=True)
+        executor.save_archive(image_id, path)
+        hasher = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1024 * 1024):
+                hasher.update(chunk)
+        digest.write_text(hasher.hexdigest())
+    return {"url": path.as_uri(), "sha256": digest.read_text().strip()}
 
 
 def make_hidden_data(store: Store, data_root: Path) -> list[str]:

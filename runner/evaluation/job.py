@@ -1,8 +1,14 @@
 """One submission end to end: algorithm (or predictions), evaluation container, checked metrics, result.
 
 Anything that goes wrong because of the submission becomes a failed result with one readable
-reason. Anything that goes wrong with the runner itself (no hidden data, engine down) raises
-RunnerError and writes nothing, so the submission stays pending and is picked up again.
+reason, and keeps what was measured of the runs that happened. Anything that goes wrong with the
+runner itself (no hidden data, engine down) raises RunnerError and writes nothing, so the
+submission stays pending and is picked up again.
+
+The container contract is the phase's: where the algorithm reads and writes
+(`algorithm_input_path`, `algorithm_output_path`), what it runs (`algorithm_command`), how many
+cases each run gets (`cases_per_run`), and whose layout /input and /output follow (the runner's or
+grand-challenge's: `grand_challenge`).
 """
 
 from __future__ import annotations
@@ -11,62 +17,47 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import shutil
-import stat
 import statistics
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from runner import __version__
-from runner.errors import ChallengeError
-from runner.evaluation.cache import OutputCache
-from runner.execution.outputs import UnsafeOutput, extract_zip
+from runner.evaluation import grand_challenge as gc
+from runner.evaluation.archives import archive_image
+from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
+from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
+from runner.evaluation.metrics import UnreadableJson, read_metrics
+from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Limits, Phase, Result, RunRecord, Submission
 from runner.tree.references import image_refusal
+from runner.tree.sealing import Identity
 from runner.tree.store import Store
 
-METRICS_MAX_BYTES = 16 * 1024**2
+__all__ = ["ENV_DATA_ROOT", "GROUND_TRUTH", "ContainerFailed", "RunnerConfig", "RunnerError", "SubmissionFailure",
+           "evaluate", "read_metrics", "unpack_predictions"]
+
 PARTICIPANT_LOG_BYTES = 64 * 1024
 GROUND_TRUTH = "/opt/ml/input/data/ground_truth"
 ENV_DATA_ROOT = "CHALLENGE_DATA_ROOT"
+WORK_PREFIX = "challenge-eval-"  # then the runner's pid: a later runner removes what a dead one left
+CPU_FALLBACK = "none (cpu fallback)"
+ARCHIVE_MAX_BYTES = 32 * 1024**3
 
 N = TypeVar("N", int, float)
-CaseCallback = Callable[[str, int, int, dict], None]  # (case, index, total, record)
-
-
-class RunnerError(ChallengeError):
-    """The runner cannot evaluate right now; the submission stays pending.
-    `transient` marks failures worth retrying with backoff (engine hiccups, pulls)."""
-
-
-class SubmissionFailure(Exception):
-    """The submission failed; `reason` is what its participant is shown."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class ContainerFailed(SubmissionFailure):
-    """A failed container run; keeps its record so the result shows exit code and timings."""
-
-    def __init__(self, reason: str, stage: str, record: RunRecord | None = None,
-                 measured: dict[str, Any] | None = None):
-        super().__init__(reason)
-        self.stage, self.record, self.measured = stage, record, measured
+CaseCallback = Callable[[str, int, int, dict], None]  # (case or run, index, total, record)
 
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    """How this runner host is set up: hidden data, scratch, cache and logs, GPUs, what it accepts."""
+    """How this runner host is set up: hidden data, scratch, cache and logs, GPUs, keys, limits."""
 
     data_root: Path
     work_dir: Path | None = None
@@ -75,6 +66,12 @@ class RunnerConfig:
     allow_local_images: bool = False
     runtime: str | None = None
     gpu_ids: tuple[str, ...] = ()
+    cpu_fallback: bool = False  # a GPU phase runs without one here (demo, local tries) instead of waiting
+    output_limits: OutputLimits = field(default_factory=OutputLimits)
+    cache_max_bytes: int = DEFAULT_MAX_BYTES
+    cache_max_age_s: float = DEFAULT_MAX_AGE_S
+    runner_keys: tuple[Identity, ...] = ()  # opens image archives encrypted to this runner's public key
+    archive_max_bytes: int = ARCHIVE_MAX_BYTES
 
     def phase_data(self, phase: Phase) -> tuple[Path, Path]:
         folder = self.data_root / phase.challenge / phase.slug
@@ -84,6 +81,22 @@ class RunnerConfig:
                 raise RunnerError(f"hidden data missing on this runner: {path} is not a folder")
         return inputs, truth
 
+    def output_cache(self) -> OutputCache | None:
+        if self.cache_dir is None:
+            return None
+        return OutputCache(self.cache_dir, max_bytes=self.cache_max_bytes, max_age_s=self.cache_max_age_s)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One algorithm run: its name (a case, `first..last` of a batch, None for the whole input), the
+    cases it covers, the folder mounted as its input, and its job pk in grand-challenge's layout."""
+
+    name: str | None
+    cases: tuple[str, ...]
+    inputs: Path
+    pk: str
+
 
 def evaluate(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
              evaluation_image: str, on_case: CaseCallback | None = None) -> Result:
@@ -92,8 +105,8 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     phase = store.phase(submission.challenge, submission.phase)
     inputs, truth = config.phase_data(phase)
     created, started = store.submitted_at(submission), _now()
-    # Containers write as another user; what the host cannot delete is left to the OS's temp cleaner.
-    with tempfile.TemporaryDirectory(prefix="challenge-eval-", dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
+    prefix = f"{WORK_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
         job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
         job.run(store, inputs, truth, evaluation_image)
     return Result(
@@ -115,15 +128,18 @@ class _Job:
         self.submission, self.phase, self.executor, self.config = submission, phase, executor, config
         self.tmp, self.on_case = tmp, on_case
         self.predictions = _writable(tmp / "predictions")
-        self.cache = OutputCache(config.cache_dir) if config.cache_dir else None
+        self.cache = config.output_cache()
         self.runs: dict[str, RunRecord] = {}
         self.logs: dict[str, str] = {}
+        self.jobs: list[dict[str, Any]] = []  # predictions.json, in grand-challenge's layout
         self.metrics: dict[str, Any] | None = None
         self.error: str | None = None
+        self.gpu: str | None = None  # what a GPU phase's algorithm got: its GPU(s), or the CPU fallback
+        self.ref = ""  # the algorithm as submitted: an image reference or an archive's URL
 
     def run(self, store: Store, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
-            if self.submission.image:
+            if self.submission.image or self.submission.image_archive:
                 self.runs["algorithm"] = self._algorithm(inputs)
             else:
                 unpack_predictions(_predictions_file(self.submission, store), self.predictions,
@@ -139,67 +155,133 @@ class _Job:
     # --- algorithm ---------------------------------------------------------------------------
 
     def _algorithm(self, inputs: Path) -> RunRecord:
+        self.ref, image_id = self._algorithm_image()
+        ref, runs = self.ref, self._plan(inputs)
+        measured: dict[str, dict[str, Any]] = {}
+        per_case = runs[0].name is not None
+        with self._area(self.phase.algorithm) as area:
+            # Runs go in case order, so the first one failing stops the job before the rest spend GPU time.
+            for index, run in enumerate(runs):
+                try:
+                    measured[run.name or ""] = self._algorithm_run(area, image_id, run)
+                except ContainerFailed as failure:
+                    if failure.measured is not None:
+                        measured[run.name or ""] = failure.measured
+                    failure.record = self._fold(ref, image_id, measured, per_case=per_case)
+                    raise
+                if run.name is not None:
+                    self.on_case(run.name, index, len(runs), measured[run.name])
+        if self.phase.evaluation_interface == "grand-challenge":
+            (self.predictions / gc.PREDICTIONS).write_text(json.dumps(self.jobs, indent=2))
+        return self._fold(ref, image_id, measured, per_case=per_case)
+
+    def _algorithm_image(self) -> tuple[str, str]:
+        """The submitted reference (image or archive URL) and the local image ID to run."""
+        archive = self.submission.image_archive
+        if archive is not None:
+            folder = (self.config.cache_dir or self.tmp) / "archives"
+            return archive.url, archive_image(archive, executor=self.executor, folder=folder,
+                                              keys=self.config.runner_keys, allow_local=self.config.allow_local_images,
+                                              max_bytes=self.config.archive_max_bytes)
         ref = self.submission.image or ""
         if why := image_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
-        image_id = self._image_id(ref, "Algorithm image could not be used")
-        per_case = self.phase.inference_mode == "per-case"
-        cases = sorted(p.name for p in inputs.iterdir()) if per_case else [None]
-        if per_case and not cases:
-            raise RunnerError(f"hidden data missing on this runner: no cases in {inputs}")
-        measured: dict[str, dict[str, Any]] = {}
-        with self._area(self.phase.algorithm) as area:
-            # Cases run in order, so the first one failing stops the job before the rest spend GPU time.
-            for index, case in enumerate(cases):
-                case_input = inputs if case is None else self._case_input(inputs, case)
-                try:
-                    measured[case or ""] = self._algorithm_case(area, image_id, case_input, case)
-                except ContainerFailed as failure:
-                    if failure.measured is not None:
-                        measured[case or ""] = failure.measured
-                    failure.record = _fold(ref, image_id, measured, per_case=per_case)
-                    raise
-                if case is not None:
-                    self.on_case(case, index, len(cases), measured[case])
-        return _fold(ref, image_id, measured, per_case=per_case)
+        return ref, self._image_id(ref, "Algorithm image could not be used")
 
-    def _algorithm_case(self, area: OutputArea, image_id: str, case_input: Path, case: str | None) -> dict[str, Any]:
-        """Measurements of one case (or of the batch when `case` is None), reused from the cache if
-        this image already ran on exactly this input."""
-        key = OutputCache.key(image_id, case_input) if self.cache else ""
-        cached = self.cache.get(key, self.predictions) if self.cache else None
-        if cached is not None:
-            return {**cached, "reused": True}
-        limits = self.phase.algorithm
-        spec = self._spec(image_id, (Mount(case_input, "/input"),), limits, gpus=limits.gpus)
-        outcome = self._contained(spec, area, "algorithm" if case is None else f"algorithm-{case}")
-        measured = {"exit_code": outcome.exit_code, "wall_time_s": outcome.wall_time_s,
-                    "timed_out": outcome.timed_out, "oom_killed": outcome.oom_killed,
-                    "peak_memory_bytes": outcome.peak_memory_bytes,
-                    "gpu_memory_max_bytes": outcome.gpu.max_bytes if outcome.gpu else None,
-                    "gpu_memory_auc_byte_s": outcome.gpu.auc_byte_seconds if outcome.gpu else None,
-                    "reused": False}
-        if not outcome.ok:
-            where = f" on case {case}" if case is not None else ""
-            raise ContainerFailed(f"Algorithm failed{where}: {_reason(outcome, spec, limits)}", "algorithm",
-                                  measured=measured)
-        produced = _writable(self.tmp / "produced" / (case or "batch"))
+    def _plan(self, inputs: Path) -> list[Run]:
+        """The runs: the whole input at once (batch), or the cases in order, `cases_per_run` at a time.
+        grand-challenge's algorithm interface runs one job per case, its folder as the job's /input."""
+        key = self.submission.key
+        if self.phase.algorithm_interface == "grand-challenge":
+            return [Run(case, (case,), self._gc_input(inputs / case, case), gc.job_pk(key, case))
+                    for case in _cases(inputs)]
+        if self.phase.inference_mode == "batch":
+            return [Run(None, (), inputs, gc.job_pk(key, "batch"))]
+        cases, size = _cases(inputs), self.phase.cases_per_run
+        batches = [tuple(cases[i:i + size]) for i in range(0, len(cases), size)]
+        return [Run(_run_name(batch), batch, self._case_input(inputs, batch), gc.job_pk(key, _run_name(batch)))
+                for batch in batches]
+
+    def _algorithm_run(self, area: OutputArea, image_id: str, run: Run) -> dict[str, Any]:
+        """Measurements of one run, its outputs collected and placed for the evaluation; reused from
+        the cache if this image already ran on exactly this input."""
+        produced = _writable(self.tmp / "produced" / (run.pk if run.name else "batch"))
+        key = OutputCache.key(image_id, run.inputs) if self.cache else ""
+        cached = self.cache.get(key, produced) if self.cache else None
+        measured = {**cached, "reused": True} if cached is not None else self._contained_run(area, image_id, run,
+                                                                                            produced)
         with _ran("algorithm", measured=measured):
-            self._collect(area, produced, "Algorithm")
-        shutil.copytree(produced, self.predictions, dirs_exist_ok=True)
-        if self.cache:
+            self._place(run, produced, measured)
+        if self.cache and cached is None:
             self.cache.put(key, produced, record=measured)
         return measured
 
-    def _case_input(self, inputs: Path, case: str) -> Path:
-        """A folder holding just this case, linked (not copied) where the filesystem allows."""
-        folder = self.tmp / "case-inputs" / case
-        folder.mkdir(parents=True)
-        source = inputs / case
-        if source.is_dir():
-            shutil.copytree(source, folder / case, copy_function=_link_or_copy)
+    def _contained_run(self, area: OutputArea, image_id: str, run: Run, produced: Path) -> dict[str, Any]:
+        limits, phase = self.phase.algorithm, self.phase
+        if _nested(phase.algorithm_input_path, phase.algorithm_output_path):
+            raise RunnerError(f"phase {phase.challenge}/{phase.slug}: algorithm_input_path and algorithm_output_path "
+                              "must be separate folders")
+        spec = self._spec(image_id, (Mount(run.inputs, phase.algorithm_input_path),), limits, gpus=limits.gpus,
+                          command=phase.algorithm_command, output_path=phase.algorithm_output_path)
+        outcome = self._contained(spec, area, "algorithm" if run.name is None else f"algorithm-{run.name}")
+        measured = _measured(outcome, run)
+        if not outcome.ok:
+            raise ContainerFailed(f"Algorithm failed{_on(run)}: {_reason(outcome, spec, limits)}", "algorithm",
+                                  measured=measured)
+        with _ran("algorithm", measured=measured):
+            self._collect(area, produced, f"Algorithm{_on(run)}", limits=self.config.output_limits)
+        return measured
+
+    def _place(self, run: Run, produced: Path, measured: dict[str, Any]) -> None:
+        """Where the evaluation finds this run's outputs: merged under /input (the runner's layout),
+        under /input/<case>/ (a grand-challenge algorithm scored by a runner evaluation), or under
+        /input/<job pk>/output/ with a predictions.json entry (grand-challenge's evaluation layout)."""
+        gc_algorithm, gc_evaluation = (interface == "grand-challenge" for interface in (
+            self.phase.algorithm_interface, self.phase.evaluation_interface))
+        outputs = self._gc_outputs(run, produced) if gc_algorithm or gc_evaluation else []
+        if gc_evaluation:
+            shutil.copytree(produced, self.predictions / run.pk / "output", dirs_exist_ok=True)
+            self.jobs.append(gc.job_record(pk=run.pk, image=self.ref, inputs=self._gc_inputs(run), outputs=outputs,
+                                           wall_time_s=measured.get("wall_time_s")))
+        elif gc_algorithm:
+            shutil.copytree(produced, self.predictions / (run.name or "batch"), dirs_exist_ok=True)
         else:
-            _link_or_copy(source, folder / case)
+            shutil.copytree(produced, self.predictions, dirs_exist_ok=True)
+
+    def _gc_outputs(self, run: Run, produced: Path) -> list[dict[str, Any]]:
+        declared = self.phase.algorithm_outputs if self.phase.algorithm_interface == "grand-challenge" else ()
+        try:
+            return gc.value_records(produced, gc.sockets_in(produced, declared), owner=f"{run.pk}/output")
+        except gc.OutputMissing as exc:
+            raise SubmissionFailure(f"Algorithm output refused{_on(run)}: {exc}") from None
+
+    def _gc_inputs(self, run: Run) -> list[dict[str, Any]]:
+        declared = self.phase.algorithm_inputs if self.phase.algorithm_interface == "grand-challenge" else ()
+        try:
+            return gc.value_records(run.inputs, gc.sockets_in(run.inputs, declared), owner=f"input/{run.name}")
+        except gc.OutputMissing as exc:
+            raise RunnerError(f"hidden data: the input of {run.name or 'the batch'} cannot be listed ({exc})") from None
+
+    def _case_input(self, inputs: Path, cases: tuple[str, ...]) -> Path:
+        """A folder holding just these cases, linked (not copied) where the filesystem allows."""
+        folder = self.tmp / "case-inputs" / _run_name(cases).replace("/", "_")
+        folder.mkdir(parents=True)
+        for case in cases:
+            _link_tree(inputs / case, folder / case)
+        return folder
+
+    def _gc_input(self, case_folder: Path, case: str) -> Path:
+        """A case folder as grand-challenge provisions a job's /input: its files, and inputs.json."""
+        if not case_folder.is_dir():
+            raise RunnerError(f"hidden data: {case_folder} is not a folder laid out as a job's /input "
+                              "(algorithm_interface: grand-challenge)")
+        folder = self.tmp / "case-inputs" / case
+        shutil.copytree(case_folder, folder, copy_function=_link_or_copy,
+                        ignore=shutil.ignore_patterns(gc.INPUTS))  # ours replaces any inputs.json
+        try:
+            gc.write_inputs_json(folder, gc.sockets_in(folder, self.phase.algorithm_inputs), owner=f"input/{case}")
+        except gc.OutputMissing as exc:
+            raise RunnerError(f"hidden data: case {case} does not match the phase's algorithm_inputs ({exc})") from None
         return folder
 
     # --- evaluation --------------------------------------------------------------------------
@@ -217,9 +299,9 @@ class _Job:
             if not outcome.ok:
                 raise ContainerFailed(f"Evaluation failed: {_reason(outcome, spec, limits)}", "evaluation", record)
             with _ran("evaluation", record=record):
-                self._collect(area, scores, "Evaluation")
+                self._collect(area, scores, "Evaluation", limits=OutputLimits())
         with _ran("evaluation", record=record):
-            self.metrics = self._scored(read_metrics(scores))
+            self.metrics = self._scored(_read_metrics(scores))
         return record
 
     def _scored(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -247,13 +329,25 @@ class _Job:
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
 
-    def _spec(self, image_id: str, mounts: tuple[Mount, ...], limits: Limits, gpus: int = 0) -> RunSpec:
-        if gpus > len(self.config.gpu_ids):
-            raise RunnerError(f"the phase asks for {gpus} GPU(s); this runner is configured with "
-                              f"{len(self.config.gpu_ids)} (set CHALLENGE_GPUS)")
+    def _spec(self, image_id: str, mounts: tuple[Mount, ...], limits: Limits, *, gpus: int = 0,
+              command: tuple[str, ...] | None = None, output_path: str = "/output") -> RunSpec:
         return RunSpec(image=image_id, mounts=mounts, time_limit=limits.time_limit, memory=limits.memory,
-                       cpus=limits.cpus, runtime=self.config.runtime, gpus=self.config.gpu_ids[:gpus],
-                       job=self.submission.key)
+                       cpus=limits.cpus, runtime=self.config.runtime, gpus=self._gpus(gpus), job=self.submission.key,
+                       command=command, output_path=output_path)
+
+    def _gpus(self, wanted: int) -> tuple[str, ...]:
+        """The GPUs a run gets; a GPU phase on a runner without enough of them waits for one that has
+        them, unless this runner falls back to the CPU (the result says so)."""
+        if wanted == 0:
+            return ()
+        if wanted <= len(self.config.gpu_ids):
+            self.gpu = ",".join(self.config.gpu_ids[:wanted])
+            return self.config.gpu_ids[:wanted]
+        if self.config.cpu_fallback:
+            self.gpu = CPU_FALLBACK
+            return ()
+        raise RunnerError(f"the phase asks for {wanted} GPU(s); this runner is configured with "
+                          f"{len(self.config.gpu_ids)} (set CHALLENGE_GPUS, or --cpu-fallback to run without)")
 
     def _contained(self, spec: RunSpec, area: OutputArea, stage: str) -> Outcome:
         try:
@@ -263,14 +357,16 @@ class _Job:
         self._keep_logs(stage, outcome.logs)
         return outcome
 
-    def _collect(self, area: OutputArea, target: Path, stage: str) -> None:
+    def _collect(self, area: OutputArea, target: Path, stage: str, *, limits: OutputLimits) -> None:
+        """Copy the outputs out, then empty the area for the next run (or have it replaced)."""
         try:
-            area.collect(target)
+            area.collect(target, limits)
+            cleared = area.clear()
         except UnsafeOutput as exc:
             raise SubmissionFailure(f"{stage} output refused: {exc}") from None
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
-        if not area.clear():
+        if not cleared:
             raise RunnerError("/output could not be emptied between runs", transient=True)
 
     def _keep_logs(self, stage: str, text: str) -> None:
@@ -280,6 +376,23 @@ class _Job:
             folder = self.config.log_dir / self.submission.key
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{stage}.log").write_text(text)
+
+    def _fold(self, ref: str, image_id: str, measured: dict[str, dict[str, Any]], *, per_case: bool) -> RunRecord:
+        """One record from the runs of a job: times summed, peaks maxed, the last run's exit state."""
+        runs = list(measured.values()) or [{}]
+        last = runs[-1]
+        return RunRecord(
+            image=ref, image_id=image_id, exit_code=last.get("exit_code"),
+            wall_time_s=round(sum(r.get("wall_time_s") or 0 for r in runs), 3),
+            timed_out=bool(last.get("timed_out")), oom_killed=bool(last.get("oom_killed")),
+            peak_memory_bytes=_max(r.get("peak_memory_bytes") for r in runs),
+            gpu_memory_max_bytes=_max(r.get("gpu_memory_max_bytes") for r in runs),
+            gpu_memory_auc_byte_s=_sum(r.get("gpu_memory_auc_byte_s") for r in runs),
+            reused=all(r.get("reused") for r in runs),
+            cases=measured if per_case else None,
+            aggregates=_aggregates(measured) if per_case else None,
+            gpu=self.gpu,
+        )
 
 
 @contextlib.contextmanager
@@ -294,28 +407,52 @@ def _ran(stage: str, *, record: RunRecord | None = None, measured: dict[str, Any
         raise ContainerFailed(failure.reason, stage, record, measured) from None
 
 
+def _read_metrics(folder: Path) -> dict[str, Any]:
+    try:
+        return read_metrics(folder)
+    except UnreadableJson as exc:
+        raise SubmissionFailure(f"Evaluation failed: {exc}") from None
+
+
+def _measured(outcome: Outcome, run: Run) -> dict[str, Any]:
+    measured: dict[str, Any] = {"exit_code": outcome.exit_code, "wall_time_s": outcome.wall_time_s,
+                "timed_out": outcome.timed_out, "oom_killed": outcome.oom_killed,
+                "peak_memory_bytes": outcome.peak_memory_bytes,
+                "gpu_memory_max_bytes": outcome.gpu.max_bytes if outcome.gpu else None,
+                "gpu_memory_auc_byte_s": outcome.gpu.auc_byte_seconds if outcome.gpu else None,
+                "reused": False}
+    if len(run.cases) > 1:
+        measured["cases"] = list(run.cases)
+    return measured
+
+
+def _nested(first: str, second: str) -> bool:
+    return first == second or first.startswith(second + "/") or second.startswith(first + "/")
+
+
+def _cases(inputs: Path) -> list[str]:
+    cases = sorted(p.name for p in inputs.iterdir() if not p.name.startswith("."))
+    if not cases:
+        raise RunnerError(f"hidden data missing on this runner: no cases in {inputs}")
+    return cases
+
+
+def _run_name(cases: tuple[str, ...]) -> str:
+    return cases[0] if len(cases) == 1 else f"{cases[0]}..{cases[-1]}"
+
+
+def _on(run: Run) -> str:
+    if run.name is None:
+        return ""
+    return f" on case {run.name}" if len(run.cases) == 1 else f" on cases {run.cases[0]} to {run.cases[-1]}"
+
+
 def _reason(outcome: Outcome, spec: RunSpec, limits: Limits) -> str:
     line = outcome.error_line(spec.time_limit) or ""
     if "No space left on device" in line:
-        line += f" (/output is limited to {limits.output // 1024**2} MiB, /tmp to {spec.tmp_size // 1024**2} MiB)"
+        line += (f" ({spec.output_path} is limited to {limits.output // 1024**2} MiB, "
+                 f"/tmp to {spec.tmp_size // 1024**2} MiB)")
     return line
-
-
-def _fold(ref: str, image_id: str, measured: dict[str, dict[str, Any]], *, per_case: bool) -> RunRecord:
-    """One record from the runs of a job: times summed, peaks maxed, the last run's exit state."""
-    runs = list(measured.values())
-    last = runs[-1]
-    return RunRecord(
-        image=ref, image_id=image_id, exit_code=last["exit_code"],
-        wall_time_s=round(sum(r["wall_time_s"] or 0 for r in runs), 3),
-        timed_out=last["timed_out"], oom_killed=last["oom_killed"],
-        peak_memory_bytes=_max(r["peak_memory_bytes"] for r in runs),
-        gpu_memory_max_bytes=_max(r["gpu_memory_max_bytes"] for r in runs),
-        gpu_memory_auc_byte_s=_sum(r["gpu_memory_auc_byte_s"] for r in runs),
-        reused=all(r["reused"] for r in runs),
-        cases=measured if per_case else None,
-        aggregates=_aggregates(measured) if per_case else None,
-    )
 
 
 def _aggregates(cases: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -334,41 +471,6 @@ def _max(values: Iterable[N | None]) -> N | None:
 def _sum(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
-
-
-def read_metrics(folder: Path) -> dict[str, Any]:
-    """Read /output/metrics.json strictly: a regular file (no link), bounded, a JSON object.
-    NaN and infinities are stored as null, as grand-challenge does."""
-    path = folder / "metrics.json"
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        raise SubmissionFailure("Evaluation failed: it wrote no /output/metrics.json") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SubmissionFailure("Evaluation failed: /output/metrics.json is not a regular file")
-    if info.st_size > METRICS_MAX_BYTES:
-        raise SubmissionFailure(f"Evaluation failed: metrics.json is larger than {METRICS_MAX_BYTES} bytes")
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        text = handle.read().decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text, parse_constant=lambda _: None)
-    except json.JSONDecodeError as exc:
-        raise SubmissionFailure(f"Evaluation failed: metrics.json is not valid JSON ({exc.msg}, "
-                                f"line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise SubmissionFailure("Evaluation failed: metrics.json must hold a JSON object")
-    return _finite(data)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _predictions_file(submission: Submission, store: Store) -> Path:
@@ -394,6 +496,13 @@ def unpack_predictions(path: Path, target: Path, *, sha256: str) -> None:
         raise SubmissionFailure(f"Predictions archive refused: {exc}") from None
 
 
+def _link_tree(source: Path, dest: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, dest, copy_function=_link_or_copy)
+    else:
+        _link_or_copy(source, dest)
+
+
 def _link_or_copy(source: str | Path, dest: str | Path) -> None:
     try:
         os.link(source, dest)
@@ -414,5 +523,3 @@ def _now() -> dt.datetime:
 
 def _iso(moment: dt.datetime) -> str:
     return moment.isoformat(timespec="seconds")
-
-

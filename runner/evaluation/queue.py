@@ -11,11 +11,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import Retry
+from runner.errors import ChallengeError, Retry
 from runner.evaluation.job import CaseCallback, RunnerConfig, RunnerError, evaluate
+from runner.evaluation.sweep import sweep
 from runner.execution.sandbox import Executor, Log, SandboxError
 from runner.tree.model import Phase, Result, Submission
 from runner.tree.store import Store
+
+# The evaluation kit joins every evaluation image's build context as `evalkit/`, so an organizer's
+# Dockerfile can `COPY evalkit /opt/evaluation/evalkit` (a path, not an import: evalkit stands alone).
+EVALKIT = Path(__file__).resolve().parents[1] / "evalkit"
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,8 @@ def evaluation_image(phase: Phase, store: Store, *, executor: Executor, base: st
     if not (folder / "Dockerfile").is_file():
         raise RunnerError(f"{phase.challenge}/{phase.slug}: no evaluation_image and no {folder}/Dockerfile")
     try:
-        return executor.build(folder, name=f"challenge-eval/{phase.challenge}", base=base)
+        return executor.build(folder, name=f"challenge-eval/{phase.challenge}", base=base,
+                              extra_context={"evalkit": EVALKIT})
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
 
@@ -58,13 +64,18 @@ def run_jobs(submissions: Iterable[Submission], *, store: Store, executor: Execu
              base: str | None = None, rerun: bool = False, retry: Retry = Retry(),
              on_done: Callable[[JobReport], None] = lambda report: None,
              on_case: CaseCallback | None = None, log: Log = lambda line: None) -> list[JobReport]:
-    """Evaluate each submission in turn and write its result; `log` hears of each retry."""
+    """Evaluate each submission in turn and write its result; `log` hears of each retry. First, what
+    dead runners left is removed; after each submission, the output cache is brought within bounds."""
     queue = _Queue(store, executor, config, base, retry, on_case, log)
+    sweep(executor, config, log=log)
+    cache = config.output_cache()
     reports = []
     for submission in submissions:
         report = _run_one(submission, queue, rerun=rerun)
         on_done(report)
         reports.append(report)
+        if cache is not None:
+            cache.evict()
     return reports
 
 
@@ -78,9 +89,11 @@ def _run_one(submission: Submission, queue: _Queue, *, rerun: bool) -> JobReport
                              store.result_path(submission))
         try:
             result = queue.retry.call(lambda attempt: _attempt(submission, queue, attempt), log=queue.log)
-        except RunnerError as exc:
+            path = store.write_result(submission, result)
+        except (ChallengeError, OSError) as exc:  # the runner's problem (or the host's): left pending
             return JobReport(submission.key, "error", f"{exc} (left pending)")
-        path = store.write_result(submission, result)
+        except Exception as exc:  # a bug of ours must not stop the queue behind this submission
+            return JobReport(submission.key, "error", f"runner error {type(exc).__name__}: {exc} (left pending)")
         return JobReport(submission.key, result.status, result.error or "", path)
 
 

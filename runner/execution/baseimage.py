@@ -21,12 +21,13 @@ from runner.execution.sandbox import Log, SandboxError
 
 DEFAULT_BASE = "python:3.11-slim"
 SUITE = "bookworm"
-PACKAGES = ("python3-minimal", "python3-numpy")
+# scipy and nibabel so the evaluation kit (runner/evalkit) runs on it as it is.
+PACKAGES = ("python3-minimal", "python3-numpy", "python3-scipy", "python3-nibabel")
 ENV_BASE = "CHALLENGE_BASE_IMAGE"
 
 
 def local_base_tag() -> str:
-    recipe = f"{SUITE}|minbase|{','.join(PACKAGES)}"
+    recipe = f"{SUITE}|minbase|{','.join(PACKAGES)}|no-apt-cache"
     return f"challenge-base:{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
 
 
@@ -48,7 +49,7 @@ def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: 
 
 
 def build_offline(tag: str, import_rootfs: Callable[[Path, str], None]) -> None:
-    """debootstrap a minimal Debian with Python and numpy, tar it, and hand it to the engine."""
+    """debootstrap a minimal Debian with Python, numpy, scipy and nibabel, tar it, and hand it to the engine."""
     if shutil.which("debootstrap") is None:
         raise SandboxError("no registry answers and debootstrap is not installed: "
                            "install it (apt-get install debootstrap) or set CHALLENGE_BASE_IMAGE")
@@ -62,6 +63,8 @@ def build_offline(tag: str, import_rootfs: Callable[[Path, str], None]) -> None:
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise SandboxError(f"debootstrap failed: {tail[0]}")
+        for deb in (root / "var" / "cache" / "apt" / "archives").glob("*.deb"):  # downloaded once, never needed again
+            deb.unlink()
         archive = Path(tmp) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(root), "-cf", str(archive), "."], check=True)
         import_rootfs(archive, tag)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -22,8 +24,9 @@ import docker.errors
 import docker.types
 import requests
 
-from runner.execution import baseimage
-from runner.execution.images import image_tag
+from runner.execution import archives, baseimage
+from runner.execution.archives import BadArchive
+from runner.execution.images import assemble_context, image_tag
 from runner.execution.measure import (
     GPU_INTERVAL_S,
     Sampler,
@@ -31,10 +34,13 @@ from runner.execution.measure import (
     memory_reader,
 )
 from runner.execution.outputs import OutputLimits, extract_tar
-from runner.execution.sandbox import NOBODY, Log, Outcome, OutputArea, RunSpec, SandboxError
+from runner.execution.sandbox import NOBODY, Log, Outcome, OutputArea, RunSpec, SandboxError, process_alive
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
-OWNER = "challenge-runner.owner"  # on pooled output areas: host:pid of the runner holding them
+OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
+# Empties /output as the user that wrote it: folders made read-only (chmod 0500) are made writable again first.
+EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
+ARCHIVE_MAX_BYTES = 32 * 1024**3
 MEMORY_INTERVAL_S = 0.05
 TAIL_LINES = 50
 
@@ -56,16 +62,6 @@ def engine_errors(what: str) -> Iterator[None]:
         raise SandboxError(f"{what}: {exc}") from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return pid > 0
-
-
 class DockerOutputArea:
     """A size-limited tmpfs volume that a container sees as /output.
 
@@ -73,63 +69,77 @@ class DockerOutputArea:
     (ENOSPC inside the container). Docker unmounts such a volume when no container uses it, so a
     small keeper container holds it while the participant's containers come and go; outputs are
     then read through the keeper as a tar stream, so links are seen as links, never followed.
+    tmpfs pages are charged to the memory of the container writing them, so a run into this area
+    gets `size` more memory (see DockerEngine._create): /output has its own budget.
     """
 
     def __init__(self, client: docker.DockerClient, keeper_image: str, *, size: int, user: str,
-                 labels: Mapping[str, str]):
-        uid, _, gid = user.partition(":")
-        self.volume = client.volumes.create(
-            name=f"challenge-output-{uuid.uuid4().hex[:12]}", driver="local", labels=dict(labels),
-            driver_opts={"type": "tmpfs", "device": "tmpfs",
-                         "o": f"size={size},uid={uid},gid={gid or uid},mode=0700"})
-        self.keeper = client.containers.run(
-            keeper_image, ["sleep", "infinity"], entrypoint=[], user=user, network_mode="none",
-            read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=64 * 1024**2,
-            pids_limit=16, labels=dict(labels), detach=True,
-            volumes={self.volume.name: {"bind": "/output", "mode": "rw"}})
-        self.user = user
+                 labels: Mapping[str, str], drain: Callable[[], None] = lambda: None):
+        self.client, self.keeper_image, self.size, self.user = client, keeper_image, size, user
+        self.labels, self._drain = dict(labels), drain  # drain: wait until finished runs are removed
+        self.volume, self.keeper = self._provision()
         self.dirty = False  # a container has written since it was last emptied
 
-    def mount(self) -> dict:
-        return {self.volume.name: {"bind": "/output", "mode": "rw"}}
+    def _provision(self):
+        uid, _, gid = self.user.partition(":")
+        volume = self.client.volumes.create(
+            name=f"challenge-output-{uuid.uuid4().hex[:12]}", driver="local", labels=self.labels,
+            driver_opts={"type": "tmpfs", "device": "tmpfs",
+                         "o": f"size={self.size},uid={uid},gid={gid or uid},mode=0700"})
+        try:
+            keeper = self.client.containers.run(
+                self.keeper_image, ["sleep", "infinity"], entrypoint=[], user=self.user, network_mode="none",
+                read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=64 * 1024**2,
+                pids_limit=16, labels=self.labels, detach=True,
+                volumes={volume.name: {"bind": "/output", "mode": "rw"}})
+        except BaseException:
+            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
+                volume.remove(force=True)
+            raise
+        return volume, keeper
+
+    def mount(self, target: str = "/output") -> dict:
+        return {self.volume.name: {"bind": target, "mode": "rw"}}
 
     def collect(self, target: Path, limits: OutputLimits = OutputLimits()) -> int:
-        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess."""
+        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess.
+
+        The archive is streamed on a connection of its own that is closed as soon as the stream is
+        refused (a FIFO, the millionth file): an abandoned stream keeps the engine busy archiving and
+        blocks removing the keeper, which would leak the volume."""
+        api = self.client.api
+        url = f"{api.base_url}/v{api.api_version}/containers/{self.keeper.id}/archive"
         with engine_errors("reading /output"):
-            chunks, _ = self.keeper.get_archive("/output")
-            return extract_tar(cast(IO[bytes], _ChunkReader(chunks)), target, strip="output", limits=limits)
+            response = api.get(url, params={"path": "/output"}, stream=True, timeout=api.timeout,
+                               headers={"Accept-Encoding": "identity"})
+            try:
+                response.raise_for_status()
+                response.raw.decode_content = False
+                return extract_tar(cast(IO[bytes], response.raw), target, strip="output", limits=limits)
+            except requests.HTTPError:
+                raise SandboxError(f"reading /output: the engine answered {response.status_code}",
+                                   transient=response.status_code >= 500) from None
+            finally:
+                response.close()
 
     def clear(self) -> bool:
-        """Empty /output for the next run; False if it could not be emptied (then discard it)."""
+        """Empty /output for the next run. What a run may leave (a folder without write permission, a
+        FIFO) is made writable first; an area that still cannot be emptied is replaced by a new one."""
         with engine_errors("clearing /output"):
-            done = self.keeper.exec_run(["sh", "-c", "find /output -mindepth 1 -delete && [ -z \"$(ls -A /output)\" ]"],
-                                        user=self.user)
-        self.dirty = done.exit_code != 0
-        return not self.dirty
+            done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
+            if done.exit_code != 0:
+                self.close()
+                self.volume, self.keeper = self._provision()
+        self.dirty = False
+        return True
 
     def close(self) -> None:
+        """Remove the keeper and the volume, once no finished run still holds the volume."""
+        self._drain()
         with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
             self.keeper.remove(force=True)
         with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
             self.volume.remove(force=True)
-
-
-class _ChunkReader:
-    """A file-like view of the chunks Docker's archive API yields, for tarfile's stream mode."""
-
-    def __init__(self, chunks):
-        self._chunks, self._buffer = iter(chunks), b""
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
-            try:
-                self._buffer += next(self._chunks)
-            except StopIteration:
-                break
-        if size < 0:
-            size = len(self._buffer)
-        data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
 
 
 class DockerEngine:
@@ -198,21 +208,54 @@ class DockerEngine:
             raise SandboxError(f"the pulled image does not carry the digest {ref}")
         return image.id
 
-    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None) -> str:
-        """Build `folder` (a Dockerfile with `ARG BASE`), tagged by its content, and return the image ID."""
-        tag = image_tag(folder, name=name, base=base, args=args)
+    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
+              extra_context: Mapping[str, Path] | None = None) -> str:
+        """Build `folder` (a Dockerfile with `ARG BASE`), tagged by its content, and return the image ID.
+        `extra_context` folders join the build context under their names (a temporary copy is built)."""
+        tag = image_tag(folder, name=name, base=base, args=args, extra_context=extra_context)
         with engine_errors(f"building {folder} failed"):
             with contextlib.suppress(docker.errors.ImageNotFound):
                 return self.client.images.get(tag).id
-            buildargs = {**(args or {}), **({"BASE": base} if base else {})}
+        with contextlib.ExitStack() as stack:
+            context = folder
+            if extra_context:
+                scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="challenge-context-")))
+                context = assemble_context(folder, extra_context, scratch / "context")
+            return self._build(context, folder, tag=tag, args={**(args or {}), **({"BASE": base} if base else {})})
+
+    def _build(self, context: Path, folder: Path, *, tag: str, args: Mapping[str, str]) -> str:
+        with engine_errors(f"building {folder} failed"):
             try:
-                image, _ = self.client.images.build(path=str(folder), tag=tag, buildargs=buildargs,
+                image, _ = self.client.images.build(path=str(context), tag=tag, buildargs=dict(args),
                                                     rm=True, forcerm=True)
             except docker.errors.BuildError as exc:
                 lines = [c.get("stream", c.get("error", "")).strip() for c in exc.build_log]
                 tail = next((ln for ln in reversed(lines) if ln), str(exc))
                 raise SandboxError(f"building {folder} failed: {tail}") from None
         return image.id
+
+    def load_archive(self, path: Path, *, max_bytes: int = ARCHIVE_MAX_BYTES) -> str:
+        """Load a `docker save` archive holding one image, its tags removed (see `archives`); its image ID."""
+        with tempfile.TemporaryDirectory(prefix="challenge-archive-", dir=path.parent) as tmp:
+            plain = Path(tmp) / "image.tar"
+            archives.sanitize(path, plain, max_bytes=max_bytes)
+            with engine_errors("loading the image archive"), open(plain, "rb") as data:
+                try:
+                    images = self.client.images.load(data)
+                except (docker.errors.ImageLoadError, docker.errors.APIError) as exc:
+                    if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
+                        raise  # the engine's own trouble (a full disk): transient, left pending
+                    raise BadArchive(f"the engine could not load it: {_load_reason(exc)}") from None
+        found = {image.id for image in images}
+        if len(found) != 1:
+            raise BadArchive(f"the archive loaded {len(found)} images; submit exactly one (docker save IMAGE)")
+        return found.pop()
+
+    def save_archive(self, image: str, path: Path) -> None:
+        """Write `image` as a `docker save` archive to `path` (the demo's archived examples)."""
+        with engine_errors(f"saving {image}"), open(path, "wb") as out:
+            for chunk in self.client.images.get(image).save(named=False):
+                out.write(chunk)
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
         """The base image (see `baseimage.ensure_base`); also the keeper of /output unless one was set."""
@@ -265,35 +308,30 @@ class DockerEngine:
             self.remove_orphans()
         with engine_errors("preparing /output"):
             return DockerOutputArea(self.client, self.keeper_image, size=size, user=user,
-                                    labels={OWNER: self._owner})
+                                    labels={OWNER: self._owner}, drain=self.drain)
 
     # --- clean-up after dead runners ---------------------------------------------------------
 
     def remove_orphans(self) -> int:
-        """Remove output areas whose runner process on this host has died (killed, crashed)."""
-        host = socket.gethostname()
+        """Remove the runs and output areas whose runner process on this host has died (killed,
+        crashed): containers first, so their volumes are free to go. Another runner may be removing
+        the same ones at this moment; what it removed first is not an error."""
         found = 0
         with engine_errors("cleaning up"):
-            for container in self.client.containers.list(all=True, filters={"label": OWNER}):
-                owner_host, _, pid = container.labels.get(OWNER, "").partition(":")
-                if owner_host == host and not _alive(int(pid or 0)):
-                    container.remove(force=True)
-                    found += 1
+            # ignore_removed: a container another runner removes between listing and inspecting is simply gone
+            for container in self.client.containers.list(all=True, filters={"label": OWNER}, ignore_removed=True):
+                if _orphaned(container.labels):
+                    found += _removed(container.remove, force=True)
             for volume in self.client.volumes.list(filters={"label": OWNER}):
-                owner_host, _, pid = (volume.attrs.get("Labels") or {}).get(OWNER, "").partition(":")
-                if owner_host == host and not _alive(int(pid or 0)):
-                    with contextlib.suppress(docker.errors.APIError):  # still held by a live keeper
-                        volume.remove()
-                        found += 1
+                if _orphaned(volume.attrs.get("Labels") or {}):
+                    found += _removed(volume.remove)
         return found
 
     def remove_labelled(self, job: str) -> int:
         """Remove containers left by a runner that died while running `job`."""
         with engine_errors("cleaning up"):
-            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"})
-            for container in found:
-                container.remove(force=True)
-        return len(found)
+            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}, ignore_removed=True)
+            return sum(_removed(container.remove, force=True) for container in found)
 
     # --- runs --------------------------------------------------------------------------------
 
@@ -315,9 +353,11 @@ class DockerEngine:
 
     def _create(self, spec: RunSpec, output: DockerOutputArea | None):
         volumes = {str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
+        memory = spec.memory
         if output is not None:
-            volumes.update(output.mount())
+            volumes.update(output.mount(spec.output_path))
             output.dirty = True
+            memory += output.size  # what it writes to the tmpfs is charged to its memory: /output's own budget
         devices = [docker.types.DeviceRequest(device_ids=list(spec.gpus), capabilities=[["gpu"]])] if spec.gpus else []
         return self.client.containers.create(
             spec.image,
@@ -327,8 +367,8 @@ class DockerEngine:
             read_only=True,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            mem_limit=spec.memory,
-            memswap_limit=spec.memory,
+            mem_limit=memory,
+            memswap_limit=memory,
             nano_cpus=int(spec.cpus * 1e9),
             pids_limit=spec.pids,
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
@@ -340,7 +380,7 @@ class DockerEngine:
                 type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
             runtime=spec.runtime,
             environment={"HOME": "/tmp"},
-            labels={LABEL: spec.job} if spec.job else {},
+            labels={OWNER: self._owner, **({LABEL: spec.job} if spec.job else {})},
             detach=True,
         )
 
@@ -363,6 +403,32 @@ class DockerEngine:
             gpu=flare_gpu_summary(gpus.samples),
             logs=container.logs(stdout=True, stderr=True).decode("utf-8", errors="replace")[-spec.log_bytes:],
         )
+
+
+def _load_reason(exc: docker.errors.DockerException) -> str:
+    """The engine's reason, one line, without the runner's own paths (its scratch folder for the load)."""
+    text = (getattr(exc, "explanation", None) or str(exc)).strip().splitlines()[0]
+    return re.sub(r"/\S*/docker-import-\d+/", "", text)[:200]
+
+
+def _orphaned(labels: Mapping[str, str]) -> bool:
+    """Whether the runner named in `labels` ran on this host and is gone."""
+    owner_host, _, pid = labels.get(OWNER, "").partition(":")
+    return owner_host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
+
+
+def _removed(remove: Callable[..., None], **kwargs) -> int:
+    """1 if `remove` removed it; 0 if it was gone already, is being removed by another runner, or (a
+    volume) is still in use by a container that is going away: the next sweep takes it."""
+    try:
+        remove(**kwargs)
+        return 1
+    except docker.errors.NotFound:
+        return 0
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409:  # removal already in progress, or a volume still in use
+            return 0
+        raise
 
 
 def _wait(container, time_limit: float) -> tuple[int | None, bool]:

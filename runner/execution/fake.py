@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import shutil
 import tarfile
 import tempfile
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.execution import archives
 from runner.execution.images import image_tag
 from runner.execution.measure import GpuUsage
 from runner.execution.outputs import OutputLimits, extract_tar
@@ -28,7 +30,7 @@ from runner.execution.sandbox import NOBODY, Log, Outcome, OutputArea, RunSpec, 
 FAKE_BASE = "fake-base:1"
 NO_SPACE = "OSError: [Errno 28] No space left on device"
 
-Writer = Callable[[Mapping[str, Path], Path], None]  # (host folder by mount target, /output) -> None
+Writer = Callable[[Mapping[str, Path], Path], None]  # (host folder by mount target, output included; output)
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,12 @@ class FakeOutputArea:
         return extract_tar(stream, target, strip="output", limits=limits)
 
     def clear(self) -> bool:
+        """Empty the folder as Docker's keeper does: what a run made read-only is made writable first."""
         self._fail("clear")
         for child in self.path.iterdir():
             if child.is_dir() and not child.is_symlink():
+                for folder in (child, *(p for p in child.rglob("*") if p.is_dir() and not p.is_symlink())):
+                    folder.chmod(0o700)
                 shutil.rmtree(child)
             else:
                 child.unlink()
@@ -86,10 +91,12 @@ class FakeOutputArea:
 class FakeExecutor:
     """The `Executor` interface without an engine; records what it was asked to do.
 
-    `runs` lists every RunSpec executed, `builds` every (folder, tag) built, `removed` every job
+    `runs` lists every RunSpec executed, `builds` every (folder, tag) built (`contexts` the extra
+    context folders each build was given), `removed` every job
     whose leftovers were cleaned up. Set `leftovers[job]` or `orphans` to play a dead runner, and
     `fail(method, error, ...)` to make the next calls of `image_id`, `build`, `run`, `collect`,
-    `clear`, `remove_labelled` or `output_area` raise.
+    `clear`, `remove_labelled`, `output_area` or `load_archive` raise. `loaded` lists the image IDs of
+    the archives loaded.
     """
 
     def __init__(self, *, gpus: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("runc",)):
@@ -98,9 +105,11 @@ class FakeExecutor:
         self.scripts: dict[str, list[Behaviour]] = {}  # image ID -> behaviours still to play
         self.runs: list[RunSpec] = []
         self.builds: list[tuple[Path, str]] = []
+        self.contexts: list[dict[str, Path]] = []
         self.leftovers: dict[str, int] = {}
         self.orphans = 0
         self.removed: list[str] = []
+        self.loaded: list[str] = []  # image IDs of the archives loaded
         self.open_areas = 0
         self.closed = False
         self._failures: dict[str, list[SandboxError]] = {}
@@ -140,16 +149,39 @@ class FakeExecutor:
             raise SandboxError(f"pulling {ref}: image not found (manifest unknown)")
         raise SandboxError(f"image {ref} is not on this runner")
 
-    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None) -> str:
-        """The image scripted under `name` (a plain do-nothing one if none was), built from `folder`."""
+    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
+              extra_context: Mapping[str, Path] | None = None) -> str:
+        """The image scripted under `name` (a plain do-nothing one if none was), built from `folder`;
+        `contexts` records the extra folders each build was given."""
         self._fail("build")
         if not (folder / "Dockerfile").is_file():
             raise SandboxError(f"building {folder} failed: no Dockerfile")
-        tag = image_tag(folder, name=name, base=base, args=args)
+        tag = image_tag(folder, name=name, base=base, args=args, extra_context=extra_context)
         self.builds.append((folder, tag))
+        self.contexts.append(dict(extra_context or {}))
         image_id = self.images.get(name) or self.add_image(name)
         self.images[tag] = image_id
         return image_id
+
+    def load_archive(self, path: Path, *, max_bytes: int = 32 * 1024**3) -> str:
+        """The image an archive holds (its config digest), through the same checks as Docker's; an
+        image not scripted yet runs as a plain do-nothing one."""
+        self._fail("load_archive")
+        with tempfile.TemporaryDirectory(prefix="fake-archive-") as tmp:
+            image = archives.sanitize(path, Path(tmp) / "image.tar", max_bytes=max_bytes)
+        self.loaded.append(image.image_id)
+        return self.images.get(image.image_id) or self.add_image(image.image_id)
+
+    def save_archive(self, image: str, path: Path) -> None:
+        """A minimal docker save layout: manifest.json naming the image's config by its digest."""
+        image_id = self.image_id(image)
+        config = f"{image_id.removeprefix('sha256:')}.json"
+        manifest = json.dumps([{"Config": config, "RepoTags": [f"{image}:latest"], "Layers": []}]).encode()
+        with tarfile.open(path, "w") as archive:
+            for name, data in ((config, b"{}"), (archives.MANIFEST, manifest)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
         base = preferred or FAKE_BASE
@@ -219,7 +251,7 @@ def _write(behaviour: Behaviour, spec: RunSpec, area: FakeOutputArea) -> bool:
     for name, target in behaviour.links.items():
         (area.path / name).symlink_to(target)
     if behaviour.write is not None:
-        behaviour.write({m.target: m.host for m in spec.mounts}, area.path)
+        behaviour.write({**{m.target: m.host for m in spec.mounts}, spec.output_path: area.path}, area.path)
     return area.used() <= area.size
 
 

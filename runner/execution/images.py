@@ -9,18 +9,22 @@ algorithm outputs by the same hash of the input folder.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 CHUNK = 1024 * 1024
+# Byte-code caches differ from machine to machine: never part of a build context or its tag.
+NOT_CONTEXT = ("__pycache__", "*.pyc")
 
 
-def tree_hash(folder: Path, *extra: str) -> str:
+def tree_hash(folder: Path, *extra: str, skip: tuple[str, ...] = ()) -> str:
     """sha256 over every file's relative path and content under `folder` (sorted, streamed, so a
-    large input is never read whole), then each of `extra`."""
+    large input is never read whole), then each of `extra`. Paths with a part named in `skip` (or
+    ending in a skipped `*.suffix`) are left out."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not _skipped(p.relative_to(folder), skip)):
         digest.update(str(path.relative_to(folder)).encode() + b"\0")
         with open(path, "rb") as handle:
             while chunk := handle.read(CHUNK):
@@ -31,10 +35,33 @@ def tree_hash(folder: Path, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def image_tag(folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None) -> str:
-    """`name:<16 hex>` for a build of `folder` on `base` with build `args`: equal content, equal tag."""
+def _skipped(relative: Path, skip: tuple[str, ...]) -> bool:
+    return any(part == pattern or (pattern.startswith("*") and part.endswith(pattern[1:]))
+               for part in relative.parts for pattern in skip)
+
+
+def image_tag(folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
+              extra_context: Mapping[str, Path] | None = None) -> str:
+    """`name:<16 hex>` for a build of `folder` on `base` with build `args` and the `extra_context`
+    folders joined to it: equal content, equal tag. Without extras the tag is what it always was."""
     extra = [base or "", *(f"{key}={value}" for key, value in sorted((args or {}).items()))]
+    extra += [f"context:{key}={tree_hash(path, skip=NOT_CONTEXT)}"
+              for key, path in sorted(context_extras(folder, extra_context).items())]
     return f"{name}:{tree_hash(folder, *extra)[:16]}"
+
+
+def context_extras(folder: Path, extra_context: Mapping[str, Path] | None) -> dict[str, Path]:
+    """The extra folders that join `folder`'s build context. A name the folder already holds keeps
+    the folder's own copy (an organizer who vendored the kit for grand-challenge keeps their version)."""
+    return {key: path for key, path in (extra_context or {}).items() if not (folder / key).exists()}
+
+
+def assemble_context(folder: Path, extra_context: Mapping[str, Path] | None, dest: Path) -> Path:
+    """`folder` with each extra folder copied in under its name (byte-code caches left out), at `dest`."""
+    shutil.copytree(folder, dest, symlinks=True)
+    for key, path in context_extras(folder, extra_context).items():
+        shutil.copytree(path, dest / key, ignore=shutil.ignore_patterns(*NOT_CONTEXT))
+    return dest
 
 
 def build(engine: Any, folder: Path, *, name: str, base: str | None) -> str:

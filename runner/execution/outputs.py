@@ -23,6 +23,9 @@ class UnsafeOutput(ChallengeError, ValueError):
     same outputs are refused again)."""
 
 
+MAX_NAME_LENGTH = 1024
+
+
 @dataclass(frozen=True)
 class OutputLimits:
     max_files: int = 100_000
@@ -61,6 +64,8 @@ def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimit
             raise UnsafeOutput(f"/output/{name} is a link; only regular files are accepted")
         if not (member.isfile() or member.isdir()):
             raise UnsafeOutput(f"/output/{name} is not a regular file or folder")
+        if len(name) > MAX_NAME_LENGTH:  # the host's own paths must stay under PATH_MAX
+            raise UnsafeOutput(f"/output/{name[:60]}... is a path longer than {MAX_NAME_LENGTH} characters")
         count += 1
         total += member.size
         if count > limits.max_files:

@@ -11,6 +11,7 @@ engine, and an engine's own exceptions never leave its module: they become `Sand
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +23,11 @@ from runner.execution.measure import GpuUsage
 from runner.execution.outputs import OutputLimits
 
 NOBODY = "65534:65534"
-ERROR_LINE_MAX = 1024
+# The last stderr line is shown to the participant, so it is a channel out of the sandbox for anything
+# the container can read: kept short, and stripped of control characters (terminal escapes).
+ERROR_LINE_MAX = 300
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 Log = Callable[[str], None]
 
@@ -61,6 +65,7 @@ class RunSpec:
     runtime: str | None = None
     gpus: tuple[str, ...] = ()
     job: str | None = None
+    output_path: str = "/output"  # where the output area is mounted in this run (FLARE: /workspace/outputs)
 
 
 @dataclass
@@ -93,12 +98,24 @@ class Outcome:
 
 
 def last_line(lines: list[str]) -> str | None:
-    """The last non-empty line, timestamps removed, cut to 1024 characters."""
+    """The last non-empty line, timestamps and control characters removed, cut to ERROR_LINE_MAX characters."""
     for line in reversed(lines):
-        text = _TIMESTAMP.sub("", line).strip()
+        text = _CONTROL.sub("", _TIMESTAMP.sub("", line)).strip()
         if text:
             return text[:ERROR_LINE_MAX]
     return None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this host: what runners check before removing what another
+    runner left (its containers, volumes, scratch folders)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return pid > 0
 
 
 @runtime_checkable
@@ -110,7 +127,8 @@ class OutputArea(Protocol):
         ...
 
     def clear(self) -> bool:
-        """Empty /output for the next run; False if it could not be emptied."""
+        """Empty /output for the next run, whatever the last run left there (a read-only folder, a FIFO):
+        an area that cannot be emptied is replaced by a fresh one. False only if neither worked."""
         ...
 
 
@@ -127,8 +145,21 @@ class Executor(Protocol):
         arrived with that digest, so runs use an ID no tag can swap."""
         ...
 
-    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None) -> str:
-        """Build a trusted folder (a Dockerfile with `ARG BASE`) once per content; its image ID."""
+    def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
+              extra_context: Mapping[str, Path] | None = None) -> str:
+        """Build a trusted folder (a Dockerfile with `ARG BASE`) once per content; its image ID.
+        Each `extra_context` folder joins the build context under its name (the tag covers it too),
+        unless the folder holds that name itself."""
+        ...
+
+    def load_archive(self, path: Path, *, max_bytes: int = ...) -> str:
+        """Load a `docker save` archive holding exactly one image, with every tag it carries removed
+        (so it can never stand in for a trusted image); its image ID. Raises `archives.BadArchive`
+        for an archive that is not that, SandboxError when the executor fails."""
+        ...
+
+    def save_archive(self, image: str, path: Path) -> None:
+        """Write `image` to `path` as an archive `load_archive` reads."""
         ...
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
@@ -148,7 +179,9 @@ class Executor(Protocol):
         ...
 
     def remove_orphans(self) -> int:
-        """Remove output areas whose runner process on this host has died; how many there were."""
+        """Remove the runs and output areas whose runner process on this host has died (a runner
+        calls it when it starts, so a killed runner's container does not run on past its limit);
+        how many there were. Several runners may call it at once."""
         ...
 
     def close(self) -> None:

@@ -18,12 +18,13 @@ import pytest
 
 from runner.errors import Retry
 from runner.evaluation.job import GROUND_TRUTH, RunnerConfig
-from runner.evaluation.queue import JobReport, run_jobs
+from runner.evaluation.queue import EVALKIT, JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, SandboxError
 from runner.tree.model import Result
+from runner.tree.records import read_local
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, phase_file, write_submission
@@ -352,6 +353,7 @@ def test_evaluation_image_is_built_once_per_call(repo, fake, config):
     assert [r.status for r in reports] == ["succeeded", "succeeded"]
     assert [folder.name for folder, _ in fake.builds] == ["evaluation"]
     assert fake.builds[0][1].startswith(f"{EVALUATION}:")
+    assert fake.contexts == [{"evalkit": EVALKIT}] and (EVALKIT / "__init__.py").is_file()
 
 
 def test_dead_runners_leftovers_are_removed_first(repo, fake, config):
@@ -481,7 +483,8 @@ def test_full_logs_stay_on_the_runner_unless_the_phase_is_for_debugging(repo, fa
     assert (tmp_path / "logs" / KEY / "algorithm.log").read_text() == "step 1\ndebug detail\nRuntimeError: boom\n"
     phase_file(repo).write_text(phase_file(repo).read_text() + "give_algorithm_editors_job_view_permissions: true\n")
     run_jobs(everything(store), store=store, executor=fake, config=config, rerun=True)
-    assert "debug detail" in result_of(repo).logs["algorithm"]
+    whole = read_local(store.root, store.result_path(everything(store)[0]))  # the public record never has logs
+    assert whole is not None and "debug detail" in whole.logs["algorithm"]
 
 
 def test_gpu_is_assigned_and_its_memory_recorded(repo, data_root):
@@ -500,5 +503,171 @@ def test_phase_asking_more_gpus_than_configured_stays_pending(repo, fake, config
     edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  gpus: 1\n")
     submit(repo, fake, Behaviour(write=threshold))
     store, reports = evaluate_all(repo, fake, config)
-    assert reports[0].status == "error" and "configured with 0 (set CHALLENGE_GPUS)" in reports[0].detail
+    assert reports[0].status == "error" and "configured with 0 (set CHALLENGE_GPUS" in reports[0].detail
     assert len(store.pending()) == 1
+
+
+# --- the container contract per phase ------------------------------------------------------------
+
+
+def test_phase_sets_the_paths_the_command_and_how_many_cases_each_run_gets(repo, fake, config):
+    phase_file(repo).write_text(phase_file(repo).read_text() + (
+        "inference_mode: per-case\ncases_per_run: 2\nalgorithm_input_path: /workspace/inputs\n"
+        "algorithm_output_path: /workspace/outputs\nalgorithm_command: sh predict.sh --fast 'a b'\n"))
+    seen = []
+
+    def flare(mounts: Mapping[str, Path], output: Path) -> None:
+        assert mounts["/workspace/outputs"] == output
+        seen.append(sorted(p.name for p in mounts["/workspace/inputs"].iterdir()))
+        for path in mounts["/workspace/inputs"].iterdir():
+            (output / path.name).write_bytes(b"mask")
+
+    submit(repo, fake, Behaviour(write=flare, wall_time_s=2.0))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.status == "succeeded", result.error
+    assert seen == [list(CASES[:2]), [CASES[2]]]
+    first, _, evaluation = fake.runs
+    assert [m.target for m in first.mounts] == ["/workspace/inputs"] and first.output_path == "/workspace/outputs"
+    assert first.command == ("sh", "predict.sh", "--fast", "a b")
+    assert (evaluation.command, evaluation.output_path) == (None, "/output")  # the evaluation's contract is fixed
+    assert list(result.algorithm.cases) == [f"{CASES[0]}..{CASES[1]}", CASES[2]]
+    assert result.algorithm.cases[f"{CASES[0]}..{CASES[1]}"]["cases"] == list(CASES[:2])
+    assert result.algorithm.aggregates["wall_time_s"]["sum"] == 4.0
+
+
+@pytest.mark.parametrize("line, message", [
+    ("algorithm_command: sh 'predict.sh", "cannot be split into words: No closing quotation"),
+    ("algorithm_input_path: workspace/inputs", "is not an absolute folder path"),
+    ("algorithm_output_path: /tmp/out", "which the sandbox keeps for itself"),
+    ("cases_per_run: 0", "cases_per_run"),
+])
+def test_a_wrong_contract_is_one_line_naming_the_field(repo, line, message):
+    from runner.tree.model import ModelError, load_phase
+    phase_file(repo).write_text(phase_file(repo).read_text() + line + "\n")
+    with pytest.raises(ModelError, match=message):
+        load_phase(phase_file(repo), CHALLENGE)
+
+
+def test_a_gpu_phase_falls_back_to_the_cpu_where_the_runner_allows_and_says_so(repo, fake, data_root):
+    edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  gpus: 1\n")
+    submit(repo, fake, Behaviour(write=threshold))
+    evaluate_all(repo, fake, RunnerConfig(data_root=data_root, cpu_fallback=True))
+    result = result_of(repo)
+    assert result.status == "succeeded" and result.algorithm.gpu == "none (cpu fallback)"
+    assert [spec.gpus for spec in fake.runs] == [(), ()]
+
+
+def test_the_result_names_the_gpu_a_run_got(repo, data_root):
+    fake = FakeExecutor(gpus=("1",))
+    fake.add_image(EVALUATION, Behaviour(write=score))
+    edit_phase(repo, "algorithm_resources:\n", "algorithm_resources:\n  gpus: 1\n")
+    submit(repo, fake, Behaviour(write=threshold))
+    evaluate_all(repo, fake, RunnerConfig(data_root=data_root, gpu_ids=("1",), cpu_fallback=True))
+    assert result_of(repo).algorithm.gpu == "1"
+
+
+def test_a_folder_left_read_only_is_emptied_between_runs(repo, fake, config):
+    per_case(repo)
+
+    def locked(mounts: Mapping[str, Path], output: Path) -> None:
+        threshold(mounts, output)
+        (output / "locked").mkdir()
+        (output / "locked" / "inside").write_text("x")
+        (output / "locked").chmod(0o500)
+
+    submit(repo, fake, Behaviour(write=locked))
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["succeeded"] and len(fake.runs) == 4
+
+
+def test_a_bug_in_one_submission_leaves_it_pending_and_the_queue_goes_on(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold))
+    submit(repo, fake, Behaviour(write=threshold), image=f"ghcr.io/bob/algo@sha256:{'b' * 64}", participant="bob")
+    fake.fail("run", RecursionError("maximum recursion depth exceeded"))  # type: ignore[arg-type]
+    store, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["error", "succeeded"]
+    assert reports[0].detail == "runner error RecursionError: maximum recursion depth exceeded (left pending)"
+    assert len(store.pending()) == 1
+
+
+# --- grand-challenge's layout ---------------------------------------------------------------------
+
+
+def gc_cases(data_root: Path) -> None:
+    """The hidden inputs as grand-challenge archive items: <case>/images/ct/<case>.mha and <case>/age.json."""
+    inputs = data_root / CHALLENGE / PHASE / "inputs"
+    for path in list(inputs.iterdir()):
+        path.unlink()
+        case = path.stem
+        (inputs / case / "images" / "ct").mkdir(parents=True)
+        (inputs / case / "images" / "ct" / f"{case}.mha").write_bytes(b"scan of " + case.encode())
+        (inputs / case / "age.json").write_text("42")
+
+
+def gc_algorithm(inputs: Mapping[str, Path], output: Path) -> None:
+    values = json.loads((inputs["/input"] / "inputs.json").read_text())
+    assert sorted(v["socket"]["slug"] for v in values) == ["age", "ct"]
+    (output / "images" / "mask").mkdir(parents=True)
+    (output / "images" / "mask" / "output.mha").write_bytes(b"mask")
+    (output / "volume.json").write_text(json.dumps(json.loads((inputs["/input"] / "age.json").read_text()) + 1))
+
+
+def gc_evaluation(inputs: Mapping[str, Path], output: Path) -> None:
+    """What grand-challenge's example evaluation reads: each job's outputs through predictions.json."""
+    jobs = json.loads((inputs["/input"] / "predictions.json").read_text())
+    cases = {}
+    for job in jobs:
+        volume = next(v for v in job["outputs"] if v["interface"]["slug"] == "volume")
+        where = inputs["/input"] / job["pk"] / "output" / volume["interface"]["relative_path"]
+        name = next(v for v in job["inputs"] if v["socket"]["slug"] == "ct")["image"]["name"]
+        cases[name] = {"volume": json.loads(where.read_text()), "value": volume["value"], "took": job["exec_duration"]}
+    (output / "metrics.json").write_text(json.dumps({"case": cases, "aggregates": {"dice": {"mean": 1.0}}}))
+
+
+def test_grand_challenges_layout_with_sockets_read_from_the_data(repo, fake, config, data_root):
+    gc_cases(data_root)
+    phase_file(repo).write_text(phase_file(repo).read_text() + "algorithm_interface: grand-challenge\n"
+                                                               "evaluation_interface: grand-challenge\n")
+    fake.add_image(EVALUATION, Behaviour(write=gc_evaluation))
+    submit(repo, fake, Behaviour(write=gc_algorithm, wall_time_s=61.5))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.status == "succeeded", result.error
+    assert result.metrics["case"] == {f"{case}.mha": {"volume": 43, "value": 43, "took": "PT1M1.5S"}
+                                      for case in ("case-000", "case-001", "case-002")}
+    assert sorted(result.algorithm.cases) == ["case-000", "case-001", "case-002"]
+    assert [m.target for m in fake.runs[0].mounts] == ["/input"]
+
+
+def test_a_grand_challenge_algorithm_scored_by_a_runner_evaluation_gets_a_folder_per_case(repo, fake, config,
+                                                                                         data_root):
+    gc_cases(data_root)
+    phase_file(repo).write_text(phase_file(repo).read_text() + "algorithm_interface: grand-challenge\n")
+    seen = []
+    fake.add_image(EVALUATION, Behaviour(write=lambda inputs, output: (seen.extend(
+        sorted(str(p.relative_to(inputs["/input"])) for p in inputs["/input"].rglob("*") if p.is_file())),
+        (output / "metrics.json").write_text('{"aggregates": {"dice": {"mean": 1}}}'))))
+    submit(repo, fake, Behaviour(write=gc_algorithm))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).status == "succeeded"
+    assert seen == [f"case-00{i}/{name}" for i in range(3) for name in ("images/mask/output.mha", "volume.json")]
+
+
+@pytest.mark.parametrize("writes, reason", [
+    ({"volume.json": "1"}, "Output directory 'images/mask' is empty"),
+    ({"images/mask/a.mha": "x", "images/mask/b.mha": "y", "volume.json": "1"},
+     "Only 1 image should be produced in 'images/mask', we found 2"),
+    ({"images/mask/a.mha": "x", "volume.json": "{oops"}, "The output file 'volume.json' is not valid json"),
+    ({"images/mask/a.mha": "x"}, "Output file 'volume.json' was not produced"),
+])
+def test_declared_grand_challenge_outputs_are_checked_after_each_run(repo, fake, config, data_root, writes, reason):
+    gc_cases(data_root)
+    phase_file(repo).write_text(phase_file(repo).read_text() + (
+        "algorithm_interface: grand-challenge\nalgorithm_outputs:\n"
+        "  - {slug: mask, relative_path: images/mask}\n  - {slug: volume, relative_path: volume.json}\n"))
+    submit(repo, fake, Behaviour(files=writes, wall_time_s=3.0))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error.startswith(f"Algorithm output refused on case case-000: {reason}")
+    assert result.algorithm.wall_time_s == 3.0 and result.algorithm.exit_code == 0 and len(fake.runs) == 1

@@ -62,3 +62,27 @@ def test_engine_from_the_environment_that_is_not_there_is_a_transient_sandbox_er
     with pytest.raises(SandboxError, match="cannot reach the Docker engine") as caught:
         DockerEngine().ensure_base()
     assert caught.value.transient
+
+
+def test_extra_context_changes_the_tag_but_byte_code_caches_do_not(tmp_path):
+    root = folder(tmp_path, "eval", {"Dockerfile": b"ARG BASE\nFROM ${BASE}\nCOPY kit /kit\n"})
+    kit = folder(tmp_path, "kit", {"__init__.py": b"X = 1\n"})
+    plain = image_tag(root, name="img", base="b")
+    with_kit = image_tag(root, name="img", base="b", extra_context={"kit": kit})
+    assert plain != with_kit
+    (kit / "__pycache__").mkdir()
+    (kit / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"\0compiled")
+    assert image_tag(root, name="img", base="b", extra_context={"kit": kit}) == with_kit
+    (kit / "__init__.py").write_bytes(b"X = 2\n")
+    assert image_tag(root, name="img", base="b", extra_context={"kit": kit}) != with_kit
+
+
+def test_a_folder_holding_the_extra_name_keeps_its_own_copy(tmp_path):
+    from runner.execution.images import assemble_context
+    root = folder(tmp_path, "eval", {"Dockerfile": b"FROM x\n", "kit/own.py": b"mine"})
+    kit = folder(tmp_path, "kit", {"runner.py": b"theirs", "__pycache__/a.pyc": b"\0"})
+    other = folder(tmp_path, "other", {"b.py": b"b"})
+    context = assemble_context(root, {"kit": kit, "other": other}, tmp_path / "ctx")
+    assert sorted(str(p.relative_to(context)) for p in context.rglob("*") if p.is_file()) == [
+        "Dockerfile", "kit/own.py", "other/b.py"]
+    assert image_tag(root, name="i", base=None, extra_context={"kit": kit}) == image_tag(root, name="i", base=None)

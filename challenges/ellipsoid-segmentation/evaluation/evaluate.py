@@ -3,26 +3,21 @@
 grand-challenge.org's contract: predictions under /input/, ground truth mounted read-only, metrics
 written to /output/metrics.json as {"case": ..., "aggregates": ...}. Any exception's message is
 the one line the participant sees, so each check raises with a message they can act on.
+
+The metrics and the file come from the evaluation kit (runner/evalkit, copied into the image as
+/opt/evaluation/evalkit by the runner): Dice and Jaccard with FLARE's convention for empty masks
+(both empty scores 1), aggregates as mean, std, min, max and median over the cases.
 """
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from evalkit import dice, iou, write_metrics
 
 PREDICTIONS = Path("/input")
 GROUND_TRUTH = Path("/opt/ml/input/data/ground_truth")
 OUTPUT = Path("/output/metrics.json")
-
-
-def overlap(pred: np.ndarray, truth: np.ndarray) -> dict:
-    inter = float(np.logical_and(pred, truth).sum())
-    total = float(pred.sum() + truth.sum())
-    union = total - inter
-    if total == 0:  # both empty: a perfect answer, as FLARE scores it
-        return {"dice": 1.0, "jaccard": 1.0}
-    return {"dice": 2 * inter / total, "jaccard": inter / union}
 
 
 def load_prediction(name: str, shape: tuple) -> np.ndarray:
@@ -40,21 +35,16 @@ def load_prediction(name: str, shape: tuple) -> np.ndarray:
     return pred.astype(bool)
 
 
-def summary(values: list) -> dict:
-    arr = np.asarray(values)
-    return {"mean": float(arr.mean()), "std": float(arr.std()), "min": float(arr.min()), "max": float(arr.max())}
-
-
 def main() -> None:
     cases = {}
     for truth_path in sorted(GROUND_TRUTH.glob("*.npy")):
         truth = np.load(truth_path, allow_pickle=False).astype(bool)
-        cases[truth_path.stem] = overlap(load_prediction(truth_path.name, truth.shape), truth)
+        pred = load_prediction(truth_path.name, truth.shape)
+        cases[truth_path.stem] = {"dice": dice(truth, pred, empty="flare"), "jaccard": iou(truth, pred, empty="flare")}
     if not cases:
         raise RuntimeError("No ground truth found: the runner's data root is misconfigured")
-    metrics = {name: summary([c[name] for c in cases.values()]) for name in ("dice", "jaccard")}
-    OUTPUT.write_text(json.dumps({"case": cases, "aggregates": metrics}, indent=2))
-    print(f"scored {len(cases)} cases: mean Dice {metrics['dice']['mean']:.4f}", file=sys.stdout)
+    metrics = write_metrics(cases, OUTPUT)
+    print(f"scored {len(cases)} cases: mean Dice {metrics['aggregates']['dice']['mean']:.4f}", file=sys.stdout)
 
 
 if __name__ == "__main__":

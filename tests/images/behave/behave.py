@@ -48,9 +48,10 @@ elif MODE == "disk-filler":
 elif MODE == "symlink":
     os.symlink("/etc/shadow", "/output/case-000.npy")
 elif MODE == "look-for-truth":
-    skip = ("/proc", "/sys", "/dev", "/input")
-    for folder, _, files in os.walk("/"):
+    skip = ("/proc", "/sys", "/dev", "/input", "/usr")  # /usr: the image's own packages, nothing mounted there
+    for folder, folders, files in os.walk("/"):
         if folder.startswith(skip):
+            folders.clear()
             continue
         for name in files:
             if name.startswith("case-") or "ground" in folder:
@@ -68,5 +69,27 @@ elif MODE == "slow-threshold":
         np.save(Path("/output") / path.name, (np.load(path) > 0.5).astype(np.uint8))
 elif MODE == "noop":
     pass
+elif MODE == "locked-dir":  # good outputs, and a folder the keeper cannot empty without chmod first
+    import numpy as np
+    for path in sorted(Path("/input").glob("*.npy")):
+        np.save(Path("/output") / path.name, (np.load(path) > 0.5).astype(np.uint8))
+    locked = Path("/output/locked")
+    locked.mkdir()
+    (locked / "inside").write_text("x")
+    locked.chmod(0o500)
+elif MODE in ("deep-metrics", "huge-int-metrics", "good-metrics"):  # the algorithm writes the metrics
+    text = {"deep-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "x": ' + "[" * 900 + "]" * 900 + "}",
+            "huge-int-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "n": ' + "7" * 5000 + "}",
+            "good-metrics": '{"aggregates": {"dice": {"mean": 0.5}}}'}[MODE]
+    Path("/output/metrics.json").write_text(text)
+elif MODE == "pass-metrics":  # an evaluation that passes the algorithm's metrics.json on
+    Path("/output/metrics.json").write_bytes(Path("/input/metrics.json").read_bytes())
+elif MODE == "many-files":
+    for i in range(200_000):
+        Path(f"/output/f{i}").write_bytes(b"")
+elif MODE == "fifo":
+    os.mkfifo("/output/case-000.npy")
+elif MODE == "long-error":
+    sys.exit("secret:" + "s" * 5000 + "\x1b[31m")
 else:
     sys.exit(f"unknown MODE {MODE}")

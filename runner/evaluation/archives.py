@@ -1,0 +1,207 @@
+"""Algorithms submitted as image archives (`image_archive: {url, sha256, encrypted}`), FLARE21's way.
+
+The runner downloads the archive into its own folder (size-capped; an interrupted download resumes
+with an HTTP Range request), checks the pinned sha256, decrypts it with the runner's age identity
+when it is sealed to the runner's public key, and has the executor load it (one image, its tags
+removed: `runner.execution.archives`). The loaded image's ID is remembered by the archive's hash,
+so a re-evaluation neither downloads nor loads it again.
+
+Whose fault is what: an address that answers 4xx, a wrong hash, a file that is not one image, an
+archive that this runner's key does not open are the submission's (failed results); a download
+the runner could not make because of its own network (no connection, a timeout, a 5xx) is the
+runner's (transient: retried, then left pending). The URL is the participant's, so the runner does
+not fetch private, loopback or link-local addresses (nor file://) except on local runs
+(--allow-local-images), and follows redirects only after checking each one the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import ipaddress
+import shutil
+import socket
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pyrage
+import requests
+
+from runner.evaluation.failures import RunnerError, SubmissionFailure
+from runner.execution.archives import BadArchive
+from runner.execution.sandbox import Executor, SandboxError
+from runner.tree.model import ImageArchive
+from runner.tree.sealing import Identity
+
+ENV_RUNNER_KEY = "CHALLENGE_RUNNER_KEY"
+CHUNK = 1024 * 1024
+TIMEOUT = (10, 60)  # seconds to connect, seconds between bytes
+MAX_REDIRECTS = 5
+RETRY_STATUSES = (408, 425, 429)  # the server asks to come back later
+
+
+def archive_image(archive: ImageArchive, *, executor: Executor, folder: Path, keys: Sequence[Identity],
+                  allow_local: bool, max_bytes: int) -> str:
+    """The image ID of the archive's one image, downloading, checking and loading it once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / f"{archive.sha256}.lock"):  # two runners fetch one archive once
+        known = _loaded_before(folder / f"{archive.sha256}.image", executor)
+        if known:
+            return known
+        part = folder / f"{archive.sha256}.part"
+        fetch(archive.url, part, max_bytes=max_bytes, allow_local=allow_local)
+        _verify(part, archive.sha256)
+        try:
+            image_id = _load(_decrypted(part, keys) if archive.encrypted else part, executor, max_bytes=max_bytes)
+        finally:
+            part.unlink(missing_ok=True)
+            part.with_suffix(".tar").unlink(missing_ok=True)
+        (folder / f"{archive.sha256}.image").write_text(image_id)
+        return image_id
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the kernel if this runner dies
+        yield
+
+
+def _loaded_before(record: Path, executor: Executor) -> str | None:
+    try:
+        return executor.image_id(record.read_text().strip())
+    except (OSError, SandboxError):
+        return None
+
+
+def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool) -> None:
+    """Download `url` into `part`, resuming what an earlier try left there."""
+    scheme = urlsplit(url).scheme
+    if scheme == "file":
+        if not allow_local:
+            raise SubmissionFailure("Image archive: file:// addresses are accepted only for local runs "
+                                    "(--allow-local-images); host it at an https:// address")
+        _copy_local(Path(unquote(urlsplit(url).path)), part, max_bytes=max_bytes)
+        return
+    for _ in range(MAX_REDIRECTS + 1):
+        _check_host(url, allow_local=allow_local)
+        redirect = _download(url, part, max_bytes=max_bytes)
+        if redirect is None:
+            return
+        url = urljoin(url, redirect)
+    raise SubmissionFailure(f"Image archive could not be downloaded: more than {MAX_REDIRECTS} redirects")
+
+
+def _copy_local(source: Path, part: Path, *, max_bytes: int) -> None:
+    if not source.is_file():
+        raise SubmissionFailure(f"Image archive could not be downloaded: {source} is not a file")
+    if source.stat().st_size > max_bytes:
+        raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
+    shutil.copyfile(source, part)
+
+
+def _check_host(url: str, *, allow_local: bool) -> None:
+    """Refuse an address on the runner's own networks: the URL is the participant's to choose."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SubmissionFailure(f"Image archive: {url!r} is not an http:// or https:// address")
+    try:
+        found = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        if exc.errno == socket.EAI_NONAME:
+            raise SubmissionFailure(f"Image archive could not be downloaded: host {parts.hostname} not found") from None
+        raise RunnerError(f"Image archive: the runner could not look up {parts.hostname} ({exc.strerror})",
+                          transient=True) from None
+    addresses = {ipaddress.ip_address(info[4][0]) for info in found}
+    if not allow_local and any(not address.is_global for address in addresses):
+        raise SubmissionFailure(f"Image archive: {parts.hostname} is a private or local address; "
+                                "host the archive where the internet can reach it")
+
+
+def _download(url: str, part: Path, *, max_bytes: int) -> str | None:
+    """Fetch into `part` (resuming); the redirect target if the server answered with one."""
+    have = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=TIMEOUT, allow_redirects=False) as response:
+            if response.is_redirect:
+                return response.headers.get("Location")
+            if response.status_code == 416 and have:  # nothing after what we have: complete
+                return None
+            _check_status(response, url)
+            _check_length(response, have, max_bytes)
+            _save(response, part, append=response.status_code == 206, max_bytes=max_bytes)
+    except requests.RequestException as exc:
+        raise RunnerError(f"Image archive: the runner could not download {url} ({type(exc).__name__}); "
+                          "it resumes on the next try", transient=True) from None
+    return None
+
+
+def _check_status(response: requests.Response, url: str) -> None:
+    status = response.status_code
+    if status in (200, 206):
+        return
+    why = f"HTTP {status} ({response.reason}) from {urlsplit(url).hostname}"
+    if status >= 500 or status in RETRY_STATUSES:
+        raise RunnerError(f"Image archive could not be downloaded now: {why}", transient=True)
+    raise SubmissionFailure(f"Image archive could not be downloaded: {why}")
+
+
+def _check_length(response: requests.Response, have: int, max_bytes: int) -> None:
+    length = response.headers.get("Content-Length", "")
+    offset = have if response.status_code == 206 else 0
+    if length.isdigit() and offset + int(length) > max_bytes:
+        raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
+
+
+def _save(response: requests.Response, part: Path, *, append: bool, max_bytes: int) -> None:
+    """Append what arrives to `part`; a connection that ends early keeps what came (the next try
+    resumes there) and is the runner's network's problem, not the submission's."""
+    response.raw.enforce_content_length = False  # a short body is written, then found short below
+    expected = response.headers.get("Content-Length", "")
+    with open(part, "ab" if append else "wb") as out:
+        start = out.tell()
+        for chunk in response.iter_content(CHUNK):
+            out.write(chunk)
+            if out.tell() > max_bytes:
+                out.close()
+                part.unlink()
+                raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
+        received = out.tell() - start
+    if expected.isdigit() and received < int(expected):
+        raise requests.ConnectionError(f"the connection ended after {received} of {expected} bytes")
+
+
+def _verify(path: Path, sha256: str) -> None:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    if digest.hexdigest() != sha256:
+        path.unlink()  # start afresh next time: resuming a wrong file cannot make it right
+        raise SubmissionFailure(f"Image archive sha256 is {digest.hexdigest()}, but the submission pins {sha256}")
+
+
+def _decrypted(path: Path, keys: Sequence[Identity]) -> Path:
+    if not keys:
+        raise RunnerError(f"Image archive is encrypted to the runner's key, but this runner has none "
+                          f"(--runner-key FILE or {ENV_RUNNER_KEY})")
+    plain = path.with_suffix(".tar")
+    try:
+        pyrage.decrypt_file(str(path), str(plain), list(keys))
+    except pyrage.DecryptError as exc:
+        plain.unlink(missing_ok=True)
+        raise SubmissionFailure(f"Image archive could not be decrypted with this runner's key ({exc}); "
+                                "encrypt it to the runner's public key") from None
+    return plain
+
+
+def _load(path: Path, executor: Executor, *, max_bytes: int) -> str:
+    try:
+        return executor.load_archive(path, max_bytes=max_bytes)
+    except BadArchive as exc:
+        raise SubmissionFailure(f"Image archive refused: {exc}") from None
+    except SandboxError as exc:
+        raise RunnerError(f"Image archive could not be loaded: {exc}", transient=exc.transient) from None

@@ -1,0 +1,169 @@
+"""grand-challenge.org's container layout, so its algorithm and evaluation containers run unchanged.
+
+A phase chooses it with `algorithm_interface: grand-challenge` and/or `evaluation_interface:
+grand-challenge`. What is implemented, and where it comes from:
+
+Algorithm containers (one job per case; grand-challenge runs one job per archive item):
+  - /input/<relative_path> for each input socket: an image socket's folder holds its one image file
+    (/input/images/color-fundus/<file>.mha), a value socket is a JSON file holding the value
+    (/input/age-in-months.json), a file socket is the file itself.
+  - /input/inputs.json lists the job's input values (each with its socket), as grand-challenge's
+    backends add it to every job.
+  - outputs are read from /output/<relative_path> per output socket: an image folder must hold
+    exactly one image (.mha, .mhd or .tif/.tiff; NIfTI too), a value file must be valid JSON (NaN and
+    infinities become null), a file must exist. Messages follow grand-challenge's ("Output file
+    'x.json' was not produced").
+  On the runner, each case of `<data-root>/<challenge>/<phase>/inputs/` is a folder laid out as that
+  job's /input (grand-challenge's archive items, as its challenge pack uploads them:
+  <case>/images/<name>/<file>, <case>/<name>.json).
+
+Evaluation containers:
+  - /input/predictions.json: a list with one record per algorithm job: pk, inputs, outputs, status
+    ("Succeeded"), exec_duration (ISO 8601, measured by the runner), invoke_duration (null) and the
+    other serializer fields (url, api_url, algorithm_image, hanging_protocol, ...), mostly null here.
+  - each input and output value is {"pk", "interface", "socket", "value", "file", "image"}: the socket
+    (title, description, slug, kind, pk, default_value, super_kind, relative_path, and the is_*_kind
+    flags) appears under both "interface" (grand-challenge's serializer) and "socket" (its newer
+    challenge pack), so evaluation code of either generation reads it; "image" is {"pk", "name"} with
+    the image file's name, "value" the JSON value of a value socket, "file" the file's name.
+  - /input/<job pk>/output/<relative_path>: each job's outputs, exactly as the job wrote them.
+  - the ground truth at /opt/ml/input/data/ground_truth/ (read-only), /output/metrics.json written.
+  Job pks are UUIDs derived from the submission and the case, so a re-run names its jobs the same.
+
+Sources (read, not copied): grand-challenge.org's documentation, "How are algorithm results provided
+to the evaluation container?" (https://grand-challenge.org/documentation/faq-challenges-evaluation-
+algorithm-results-to-container/); comic/grand-challenge.org: app/grandchallenge/evaluation/tasks.py
+(set_evaluation_inputs: predictions.json from JobSerializer, outputs under "<job pk>/output/"),
+app/grandchallenge/components/backends/base.py (provisioning by super kind, inputs.json, reading
+outputs), app/grandchallenge/components/serializers.py and algorithms/serializers.py (the record
+fields); DIAGNijmegen/demo-challenge-pack, test-phase/example_evaluation_method/evaluate.py and its
+test/input/predictions.json (how evaluation code reads the file).
+
+Not implemented: grand-challenge's HTTP "invoke" API (containers labelled
+org.grand-challenge.api-method=invoke); the runner runs containers to completion, grand-challenge's
+"exec" mode. Phases that take prediction files keep the runner's layout (the file under /input).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from runner.evaluation.metrics import read_json
+from runner.tree.model import Socket
+
+PREDICTIONS = "predictions.json"
+INPUTS = "inputs.json"
+IMAGES = "images"
+IMAGE_SUFFIXES = (".mha", ".mhd", ".tif", ".tiff", ".nii.gz", ".nii")  # grand-challenge: mha, mhd, tiff
+COMPANION_SUFFIXES = (".raw", ".zraw")
+VALUE_MAX_BYTES = 16 * 1024**2
+NAMESPACE = uuid.UUID("5b8a3f5e-6c0d-4d7e-9a51-2f0c8e6d1a42")  # job pks: uuid5 of submission and case
+SUPER_KINDS = {"image": "Image", "value": "Value", "file": "File"}
+KINDS = {"image": "Image", "value": "Anything", "file": "Anything"}
+
+
+class OutputMissing(ValueError):
+    """A declared output the job did not produce, or produced wrongly; the message is grand-challenge's."""
+
+
+def job_pk(submission: str, case: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"{submission}/{case}"))
+
+
+def kind_of(socket: Socket) -> str:
+    if socket.kind:
+        return socket.kind
+    if socket.relative_path.startswith(f"{IMAGES}/"):
+        return "image"
+    return "value" if socket.relative_path.endswith(".json") else "file"
+
+
+def sockets_in(folder: Path, declared: tuple[Socket, ...] = ()) -> list[Socket]:
+    """The declared sockets, or those a folder laid out as /input or /output shows: each folder
+    under images/, and each other top-level file (inputs.json aside)."""
+    if declared:
+        return list(declared)
+    found = [Socket(slug=_slug(p.name), relative_path=f"{IMAGES}/{p.name}")
+             for p in sorted((folder / IMAGES).iterdir()) if p.is_dir()] if (folder / IMAGES).is_dir() else []
+    found += [Socket(slug=_slug(p.name.removesuffix(".json")), relative_path=p.name)
+              for p in sorted(folder.iterdir()) if p.is_file() and p.name != INPUTS]
+    return found
+
+
+def _slug(name: str) -> str:
+    return "-".join(part for part in "".join(c if c.isalnum() else "-" for c in name.lower()).split("-") if part)
+
+
+def value_records(folder: Path, sockets: list[Socket], *, owner: str) -> list[dict[str, Any]]:
+    """One value record per socket for what `folder` holds; OutputMissing for what it lacks."""
+    return [_value(folder, socket, owner=owner) for socket in sockets]
+
+
+def _value(folder: Path, socket: Socket, *, owner: str) -> dict[str, Any]:
+    kind, path = kind_of(socket), folder / socket.relative_path
+    record: dict[str, Any] = {"pk": str(uuid.uuid5(NAMESPACE, f"{owner}/{socket.slug}")),
+                              "interface": _socket(socket, kind), "value": None, "file": None, "image": None}
+    record["socket"] = record["interface"]
+    if kind == "image":
+        image = _one_image(path, socket.relative_path)
+        record["image"] = {"pk": str(uuid.uuid5(NAMESPACE, f"{owner}/{socket.slug}/image")), "name": image.name}
+    elif kind == "value":
+        record["value"] = _json_value(path, socket.relative_path)
+    elif not path.is_file():
+        raise OutputMissing(f"Output file {socket.relative_path!r} was not produced")
+    else:
+        record["file"] = socket.relative_path
+    return record
+
+
+def _socket(socket: Socket, kind: str) -> dict[str, Any]:
+    return {"title": socket.slug.replace("-", " ").capitalize(), "description": "", "slug": socket.slug,
+            "kind": KINDS[kind], "pk": int(uuid.uuid5(NAMESPACE, socket.slug).int % 100_000),
+            "default_value": None, "super_kind": SUPER_KINDS[kind], "relative_path": socket.relative_path,
+            "is_image_kind": kind == "image", "is_panimg_kind": kind == "image", "is_dicom_image_kind": False,
+            "is_json_kind": kind == "value", "is_file_kind": kind == "file"}
+
+
+def _one_image(folder: Path, relative: str) -> Path:
+    if not folder.is_dir() or not any(folder.iterdir()):
+        raise OutputMissing(f"Output directory {relative!r} is empty")
+    images = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name.lower().endswith(IMAGE_SUFFIXES)]
+    if not images:
+        raise OutputMissing(f"No output images could be imported from {relative!r}")
+    if len(images) > 1:
+        raise OutputMissing(f"Only 1 image should be produced in {relative!r}, we found {len(images)}")
+    return images[0]
+
+
+def _json_value(path: Path, relative: str) -> Any:
+    if not path.is_file():
+        raise OutputMissing(f"Output file {relative!r} was not produced")
+    try:
+        return read_json(path, name=relative, max_bytes=VALUE_MAX_BYTES)
+    except ValueError as exc:
+        raise OutputMissing(f"The output file {relative!r} is not valid json ({exc})") from None
+
+
+def write_inputs_json(folder: Path, sockets: list[Socket], *, owner: str) -> None:
+    """/input/inputs.json: the job's input values, as grand-challenge provisions it."""
+    (folder / INPUTS).write_text(json.dumps(value_records(folder, sockets, owner=owner), indent=2))
+
+
+def job_record(*, pk: str, image: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
+               wall_time_s: float | None) -> dict[str, Any]:
+    """One entry of predictions.json, with the fields grand-challenge's JobSerializer writes."""
+    return {"pk": pk, "url": None, "api_url": None, "algorithm_image": image, "inputs": inputs, "outputs": outputs,
+            "status": "Succeeded", "hanging_protocol": None, "optional_hanging_protocols": [], "view_content": {},
+            "exec_duration": iso_duration(wall_time_s), "invoke_duration": None}
+
+
+def iso_duration(seconds: float | None) -> str | None:
+    """ISO 8601, as grand-challenge writes durations: PT22M17S, PT1.5S."""
+    if seconds is None:
+        return None
+    minutes, rest = divmod(round(seconds, 3), 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return "PT" + (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "") + f"{rest:g}S"

@@ -1,0 +1,316 @@
+"""Algorithms submitted as image archives (a `docker save` tarball at a URL, FLARE21's way), served by a
+local HTTP server on 127.0.0.1: downloaded, resumed, verified, decrypted, loaded without their tags."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pyrage
+import pytest
+
+from runner.errors import Retry
+from runner.evaluation.job import RunnerConfig, evaluate
+from runner.evaluation.queue import evaluation_image, run_jobs
+from runner.execution.archives import BadArchive, sanitize
+from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
+from runner.tree.model import ModelError
+from runner.tree.sealing import identities, new_identity
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE
+
+TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
+
+
+class Server:
+    """Serves files from a folder with HTTP Range support; can drop a download halfway, once."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.requests, self.cut_once_at = folder, [], None
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server.requests.append((self.path, self.headers.get("Range")))
+                path = server.folder / self.path.lstrip("/")
+                if not path.is_file():
+                    self.send_error(404)
+                    return
+                data = path.read_bytes()
+                start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
+                self.send_response(206 if start else 200)
+                self.send_header("Content-Length", str(len(data) - start))
+                self.end_headers()
+                if server.cut_once_at is not None:
+                    cut, server.cut_once_at = server.cut_once_at, None
+                    self.wfile.write(data[start:cut])
+                    self.wfile.flush()
+                    self.connection.close()
+                    return
+                self.wfile.write(data[start:])
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[Server]:
+    folder = tmp_path / "served"
+    folder.mkdir()
+    found = Server(folder)
+    yield found
+    found.close()
+
+
+def submit_archive(repo: Path, participant: str, url: str, sha256: str, *, encrypted: bool = False) -> Path:
+    path = repo / "challenges" / CHALLENGE / "submissions" / PHASE / participant / "v1.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = "  encrypted: true\n" if encrypted else ""
+    path.write_text(f"phase: {PHASE}\nimage_archive:\n  url: {url}\n  sha256: '{sha256}'\n{extra}")
+    return path
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tar_of(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+# --- the schema ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body, message", [
+    (f"image_archive:\n  url: ftp://x/a.tar\n  sha256: {'a' * 64}\n", "is not an https://, http:// or file://"),
+    (f"image_archive:\n  url: https://x/a.tar\n  sha256: {'a' * 64}\nimage: ghcr.io/a/b@sha256:{'b' * 64}\n",
+     "give exactly one of image, image_archive"),
+    ("image_archive:\n  url: https://x/a.tar\n  sha256: abc\n", "64 lowercase hex digits"),
+])
+def test_the_submission_schema_takes_exactly_one_algorithm(repo, body, message):
+    path = repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"phase: {PHASE}\n{body}")
+    with pytest.raises(ModelError, match=message):
+        Store(repo).submission(path)
+
+
+# --- archives checked before loading ---------------------------------------------------------------
+
+
+def test_tags_are_removed_and_only_one_image_is_accepted(tmp_path):
+    manifest = [{"Config": "ab.json", "RepoTags": ["challenge-base:x"], "Layers": ["l/layer.tar"]}]
+    source = tmp_path / "one.tar"
+    source.write_bytes(tar_of({"ab.json": b"{}", "l/layer.tar": b"", "repositories": b'{"challenge-base": {}}',
+                               "manifest.json": json.dumps(manifest).encode()}))
+    image = sanitize(source, tmp_path / "plain.tar", max_bytes=10**6)
+    assert image.image_id == "sha256:ab"
+    with tarfile.open(tmp_path / "plain.tar") as plain:
+        assert "repositories" not in plain.getnames()
+        assert json.loads(plain.extractfile("manifest.json").read())[0]["RepoTags"] is None
+    two = tmp_path / "two.tar"
+    two.write_bytes(tar_of({"manifest.json": json.dumps(manifest * 2).encode()}))
+    with pytest.raises(BadArchive, match="holds 2 images; submit exactly one"):
+        sanitize(two, tmp_path / "x.tar", max_bytes=10**6)
+    (tmp_path / "junk.tar").write_bytes(b"not a tarball at all" * 100)
+    with pytest.raises(BadArchive, match="not a docker save archive"):
+        sanitize(tmp_path / "junk.tar", tmp_path / "y.tar", max_bytes=10**6)
+    assert not (tmp_path / "y.tar").exists()
+
+
+# --- the job logic on the fake executor ---------------------------------------------------------------
+
+MASKS = Behaviour(files={"case-000.npy": b"m"})
+
+
+@pytest.fixture
+def fake_world(repo, tmp_path):
+    data = tmp_path / "data"
+    for sub in ("inputs", "ground-truth"):
+        (data / CHALLENGE / PHASE / sub).mkdir(parents=True)
+        (data / CHALLENGE / PHASE / sub / "case-000.npy").write_bytes(b"x")
+    fake = FakeExecutor()
+    fake.add_image(f"challenge-eval/{CHALLENGE}", Behaviour(files={"metrics.json": '{"aggregates": '
+                                                                   '{"dice": {"mean": 0.9}}}'}))
+    algorithm = fake.add_image("ghcr.io/alice/algo@sha256:" + "a" * 64, MASKS)
+    return repo, fake, data, algorithm
+
+
+def run_fake(repo: Path, fake: FakeExecutor, config: RunnerConfig, attempts: int = 3):
+    store = Store(repo)
+    reports = run_jobs(store.pending(), store=store, executor=fake, config=config, base=FAKE_BASE,
+                       retry=Retry(attempts=attempts, sleep=lambda s: None))
+    return store, reports
+
+
+def test_an_archive_is_downloaded_verified_loaded_and_run_once(fake_world, server, tmp_path):
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache")
+    store, reports = run_fake(repo, fake, config)
+    assert [r.status for r in reports] == ["succeeded"], reports
+    result = store.results(CHALLENGE, PHASE)[0]
+    assert result.algorithm.image == f"{server.url}/algo.tar" and result.algorithm.image_id == algorithm
+    assert fake.loaded == [algorithm] and not list((tmp_path / "cache" / "archives").glob("*.part"))
+    run_jobs(store.pending() + [store.submission(p) for p in store.submission_paths()], store=store, executor=fake,
+             config=config, base=FAKE_BASE, rerun=True)
+    assert len(server.requests) == 1 and fake.loaded == [algorithm]  # neither downloaded nor loaded again
+
+
+def test_an_interrupted_download_resumes_where_it_stopped(fake_world, server, tmp_path):
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    server.cut_once_at = 4000
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    store, reports = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True,
+                                                       cache_dir=tmp_path / "cache"))
+    assert [r.status for r in reports] == ["succeeded"], reports
+    assert server.requests == [("/algo.tar", None), ("/algo.tar", "bytes=4000-")]
+    assert store.results(CHALLENGE, PHASE)[0].attempts == 2
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("wrong-hash", "Image archive sha256 is {digest}, but the submission pins " + "0" * 64),
+    ("missing", "Image archive could not be downloaded: HTTP 404 (Not Found) from 127.0.0.1"),
+    ("not-an-image", "Image archive refused: not a docker save archive"),
+    ("two-images", "Image archive refused: the archive holds 2 images; submit exactly one (docker save IMAGE)"),
+])
+def test_a_bad_archive_is_a_failed_result_with_one_line(fake_world, server, case, reason):
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    with tarfile.open(server.folder / "algo.tar") as archive:
+        manifest = json.loads(archive.extractfile("manifest.json").read())
+    (server.folder / "two.tar").write_bytes(tar_of({"manifest.json": json.dumps(manifest * 2).encode()}))
+    (server.folder / "junk.tar").write_bytes(b"\x00junk" * 1000)
+    name = {"wrong-hash": "algo.tar", "missing": "gone.tar", "not-an-image": "junk.tar", "two-images": "two.tar"}[case]
+    pinned = "0" * 64 if case in ("wrong-hash", "missing") else sha(server.folder / name)
+    submit_archive(repo, "alice", f"{server.url}/{name}", pinned)
+    store, _ = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True))
+    result = store.results(CHALLENGE, PHASE)[0]
+    assert result.status == "failed" and result.error.startswith(
+        reason.format(digest=sha(server.folder / "algo.tar")))
+    assert fake.runs == [] and fake.loaded == []
+
+
+def test_a_download_the_runners_network_cannot_make_stays_pending(fake_world, server):
+    repo, fake, data, _ = fake_world
+    url = f"{server.url}/algo.tar"
+    server.close()  # nothing answers there any more: connection refused
+    submit_archive(repo, "alice", url, "0" * 64)
+    store, reports = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True), attempts=2)
+    assert reports[0].status == "error" and "could not download" in reports[0].detail
+    assert "gave up after 2 tries (left pending)" in reports[0].detail and len(store.pending()) == 1
+
+
+def test_the_runners_own_network_and_files_are_off_limits_outside_local_runs(fake_world, server, tmp_path):
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    submit_archive(repo, "bob", f"file://{server.folder}/algo.tar", sha(server.folder / "algo.tar"))
+    store, _ = run_fake(repo, fake, RunnerConfig(data_root=data))
+    errors = {r.participant: r.error for r in store.results(CHALLENGE, PHASE)}
+    assert errors == {
+        "alice": "Image archive: 127.0.0.1 is a private or local address; host the archive where the internet "
+                 "can reach it",
+        "bob": "Image archive: file:// addresses are accepted only for local runs (--allow-local-images); host it "
+               "at an https:// address"}
+    assert server.requests == []
+
+
+def test_an_archive_encrypted_to_the_runners_key_is_opened_with_it(fake_world, server, tmp_path):
+    repo, fake, data, algorithm = fake_world
+    runner_secret, runner_public = new_identity()
+    fake.save_archive(algorithm, tmp_path / "algo.tar")
+    pyrage.encrypt_file(str(tmp_path / "algo.tar"), str(server.folder / "algo.tar.age"),
+                        [pyrage.x25519.Recipient.from_str(runner_public)])
+    submit_archive(repo, "alice", f"{server.url}/algo.tar.age", sha(server.folder / "algo.tar.age"), encrypted=True)
+
+    def run(keys: list[str]) -> tuple[Store, list]:
+        config = RunnerConfig(data_root=data, allow_local_images=True, runner_keys=tuple(identities(keys)))
+        return run_fake(repo, fake, config, attempts=1)
+
+    store, reports = run([])  # this runner has no key: it cannot open it now, another runner may
+    assert reports[0].status == "error" and "this runner has none (--runner-key FILE or CHALLENGE_RUNNER_KEY)" in (
+        reports[0].detail)
+    store, _ = run([new_identity()[0]])
+    [failed] = store.results(CHALLENGE, PHASE)
+    assert failed.error.startswith("Image archive could not be decrypted with this runner's key")
+    store.result_path(store.submission(store.submission_paths()[0])).unlink()
+    store, _ = run([runner_secret])
+    assert store.results(CHALLENGE, PHASE)[0].status == "succeeded" and fake.loaded == [algorithm]
+
+
+# --- the real engine ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_image(docker_client) -> str:
+    """A 1 MB image holding one static binary that prints its version and exits 0."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as rootfs:
+        info = rootfs.gettarinfo(str(TINI), arcname="tini")
+        info.mode = 0o755
+        with open(TINI, "rb") as handle:
+            rootfs.addfile(info, handle)
+    docker_client.api.import_image_from_data(buffer.getvalue(), repository="challenge-test/tiny", tag="1",
+                                             changes=['ENTRYPOINT ["/tini"]', 'CMD ["--version"]'])
+    return docker_client.images.get("challenge-test/tiny:1").id
+
+
+@pytest.mark.docker
+def test_a_saved_image_at_a_url_runs_like_any_image(repo, engine, data_root, base_image, tiny_image, server,
+                                                    docker_client, tmp_path):
+    engine.save_archive(tiny_image, tmp_path / "tiny.tar")
+    # A participant's archive naming the runner's own base image: loading it must not replace that tag.
+    with tarfile.open(tmp_path / "tiny.tar") as source, tarfile.open(server.folder / "algo.tar", "w") as out:
+        for member in source:
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name == "manifest.json":
+                manifest = json.loads(data)
+                manifest[0]["RepoTags"] = [base_image if ":" in base_image else f"{base_image}:latest"]
+                data = json.dumps(manifest).encode()
+                member.size = len(data)
+            out.addfile(member, io.BytesIO(data) if data is not None else None)
+    base_before = docker_client.images.get(base_image).id
+    store = Store(repo)
+    submission = store.submission(submit_archive(repo, "alice", f"{server.url}/algo.tar",
+                                                 sha(server.folder / "algo.tar")))
+    image = evaluation_image(store.phase(CHALLENGE, PHASE), store, executor=engine, base=base_image)
+    config = RunnerConfig(data_root=data_root, allow_local_images=True, cache_dir=tmp_path / "cache")
+    result = evaluate(submission, store=store, executor=engine, config=config, evaluation_image=image)
+    assert result.algorithm.image_id == tiny_image and result.algorithm.exit_code == 0
+    assert result.error.startswith("Evaluation failed: FileNotFoundError: Expected a prediction")  # it wrote none
+    assert docker_client.images.get(base_image).id == base_before
+
+
+@pytest.mark.docker
+def test_an_archive_the_engine_cannot_load_is_the_submissions_failure(engine, tmp_path):
+    manifest = [{"Config": f"{'c' * 64}.json", "RepoTags": None, "Layers": ["missing/layer.tar"]}]
+    (tmp_path / "broken.tar").write_bytes(tar_of({"manifest.json": json.dumps(manifest).encode()}))
+    with pytest.raises(BadArchive, match=r"the engine could not load it: open c+\.json: no such file") as caught:
+        engine.load_archive(tmp_path / "broken.tar")
+    assert "/var/lib/docker" not in str(caught.value)  # the runner's own paths stay on the runner
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker.from_env().images.get(f"sha256:{'c' * 64}")

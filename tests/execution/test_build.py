@@ -1,0 +1,48 @@
+"""Trusted builds on the real engine: extra folders join the build context, as the evaluation kit does."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.evaluation.queue import EVALKIT
+from runner.execution.sandbox import RunSpec
+
+pytestmark = pytest.mark.docker
+
+DOCKERFILE = """ARG BASE=python:3.11-slim
+FROM ${BASE}
+RUN python3 -c "import numpy, scipy" 2>/dev/null || pip install --no-cache-dir numpy scipy nibabel
+COPY evalkit /opt/evaluation/evalkit
+COPY score.py /opt/evaluation/score.py
+ENV PYTHONPATH=/opt/evaluation
+ENTRYPOINT ["python3", "/opt/evaluation/score.py"]
+"""
+SCORE = """import evalkit, numpy as np
+truth = np.zeros((8, 8, 8), bool); truth[2:6, 2:6, 2:6] = True
+pred = np.zeros_like(truth); pred[2:6, 2:6, 3:7] = True
+m = evalkit.segmentation_metrics(truth, pred, (1.0, 1.0, 1.0), tolerance_mm=1.0)
+print(f"dsc={m['dsc']:.4f} nibabel={evalkit.images._optional('nibabel') is not None}")
+"""
+
+
+def test_evaluation_image_gets_the_kit_and_runs_it(engine, base_image, tmp_path):
+    folder = tmp_path / "evaluation"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "score.py").write_text(SCORE)
+    image = engine.build(folder, name="challenge-test/evalkit", base=base_image, extra_context={"evalkit": EVALKIT})
+    assert not (folder / "evalkit").exists()  # the organizer's folder is left as it was
+    outcome = engine.run(RunSpec(image=image))
+    assert outcome.ok, outcome.stderr_tail
+    assert outcome.stdout_tail == ["dsc=0.7500 nibabel=True"]  # 48 of 64 voxels overlap: 2*48/128
+    again = engine.build(folder, name="challenge-test/evalkit", base=base_image, extra_context={"evalkit": EVALKIT})
+    assert again == image  # tagged by content, kit included: built once
+
+
+def test_without_the_extra_folder_the_copy_fails_with_one_line(engine, base_image, tmp_path):
+    from runner.execution.sandbox import SandboxError
+    folder = tmp_path / "evaluation"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY evalkit /opt/evalkit\n")
+    with pytest.raises(SandboxError, match=r"building .* failed: .*evalkit"):
+        engine.build(folder, name="challenge-test/no-kit", base=base_image)

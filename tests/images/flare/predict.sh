@@ -1,0 +1,1 @@
+python3 predict.py /workspace/inputs /workspace/outputs
