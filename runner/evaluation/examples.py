@@ -18,16 +18,13 @@ from typing import Any
 import yaml
 
 from runner.execution.sandbox import Executor
-from runner.tree.fields import Fields
-from runner.tree.located import load_yaml
-from runner.tree.model import NAME, SLUG
+from runner.tree.model import load_example
 from runner.tree.paths import CHALLENGES
 from runner.tree.store import Store
 
 COPIED = (CHALLENGES, "site", "mkdocs.yml")
 
 
-SUBMITTED_AS = ("image", "archive")  # example.yml's `as`: a local image ID, or a docker save archive (file://)
 
 
 @dataclass(frozen=True)
@@ -59,20 +56,15 @@ def examples(store: Store) -> list[Example]:
     """Every challenges/<c>/examples/<name>/example.yml: an algorithm or a predictions file the demo submits."""
     found = []
     for path in sorted(store.base.glob("*/examples/*/example.yml")):
-        f = Fields(load_yaml(path))
-        f.allow_only(("phase", "participant", "id", "title", "as", "predictions", "code_url"))
-        found.append(Example(path.parent, path.parents[2].name, f.text("phase", pattern=SLUG, what="a phase slug"),
-                             f.text("participant", pattern=NAME, what="a participant name"),
-                             f.text("id", pattern=NAME, what="a submission id"), f.text("title", ""),
-                             f.choice("as", SUBMITTED_AS, "image"),
-                             f.text("predictions", None, pattern=NAME, what="a file in the example's folder"),
-                             f.text("code_url", None)))
+        file = load_example(path)
+        found.append(Example(path.parent, path.parents[2].name, file.phase, file.participant, file.id, file.title,
+                             file.submitted_as, file.predictions, file.code_url))
     return found
 
 
 def submit(example: Example, store: Store, *, executor: Executor, base: str | None) -> Path:
     """Write the example's submission file: its predictions file committed beside it and pinned by
-    sha256; or its image, built and pinned by local image ID, or (`as: archive`) saved into the
+    sha256; or its image, built and pinned by local image ID, or (`submitted_as: archive`) saved into the
     workspace as an image archive named by a file:// URL."""
     path = store.paths.submission_file(example.challenge, example.phase, example.participant, example.id)
     pinned: dict[str, Any]

@@ -36,7 +36,7 @@ from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Limits, Phase, Result, RunRecord, Submission
+from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of
 from runner.tree.references import image_refusal
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
@@ -117,6 +117,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
         evaluation=job.runs.get("evaluation"),
         logs=job.logs if phase.give_algorithm_editors_job_view_permissions else None,
         runner_version=__version__,
+        details=details_of(submission),  # the site lists title and links without reading submission files
     )
 
 

@@ -880,6 +880,27 @@ class ApprovalsFile(RootModel[tuple[Approval, ...]]):
     model_config = ConfigDict(defer_build=True)  # built on first use, not on every import of the package
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExampleFile:
+    """examples/<name>/example.yml: an example submission `challenge demo` builds (or copies) and submits."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    phase: Annotated[Slug, meta("The phase the demo submits it to.")]
+    participant: Annotated[Name, meta("The participant folder it is submitted under.")]
+    id: Annotated[Name, meta("The submission's id (its file name without .yml).")]
+    title: Annotated[Text, meta("The submission's title.", max_length=120)] = ""
+    submitted_as: Annotated[Literal["image", "archive"], meta(
+        "image: the folder's image, built and pinned by its local ID; archive: that image saved with docker save "
+        "and named by a file:// URL and its sha256.")] = "image"
+    predictions: Annotated[Name | None, meta("A predictions file in the example's folder, submitted instead of an "
+                                             "image.")] = None
+    code_url: Annotated[Url | None, meta("A link to the example's code, shown with the submission.")] = None
+
+
+def load_example(path: Path) -> ExampleFile:
+    return parse(load_yaml(path), ExampleFile)
+
+
 def load_approvals(path: Path) -> list[str]:
     """approvals/<phase>.yml: a list of participant/id an organizer published (by a commit)."""
     return list(parse(load_yaml(path), ApprovalsFile, blank=list).root)

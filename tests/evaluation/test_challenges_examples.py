@@ -3,7 +3,7 @@ checks that need no engine (every challenge, phase and example reads cleanly; co
 predictions are what their predict.py makes from the public data).
 
 `submit_example` writes an example's submission into a scratch repository the way `challenge demo`
-does: an algorithm folder is built and submitted by local image ID, or (`as: archive`) saved with
+does: an algorithm folder is built and submitted by local image ID, or (`submitted_as: archive`) saved with
 `docker save` and submitted as an image archive at a file:// URL; a predictions example commits its
 file beside the submission, pinned by sha256.
 """
@@ -54,7 +54,7 @@ def submit_example(repo: Path, slug: str, name: str, *, engine=None, base: str |
         shutil.copyfile(folder / spec["predictions"], target / spec["predictions"])
         digest = hashlib.sha256((folder / spec["predictions"]).read_bytes()).hexdigest()
         body["predictions"] = {"file": spec["predictions"], "sha256": digest}
-    elif spec.get("as") == "archive":  # FLARE's way: a `docker save` tarball, pinned by sha256
+    elif spec.get("submitted_as") == "archive":  # FLARE's way: a `docker save` tarball, pinned by sha256
         archive = repo.parent / "archives" / f"{slug}-{name}.tar"
         archive.parent.mkdir(exist_ok=True)
         engine.save_archive(engine.build(folder, name=f"challenge-example/{slug}-{name}", base=base), archive)

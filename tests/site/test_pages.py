@@ -51,7 +51,8 @@ def test_built_site_has_leaderboard_in_score_order(scored_repo, builder):
     assert (site / CHALLENGE / "results" / PHASE / "view" / "index.html").is_file()
     assert f'results/{PHASE}/view/"' not in html  # the viewer stays out of the navigation
     assert (site / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").is_file()
-    index = json.loads(((site / "search" / "search_index.json") if builder == "mkdocs" else site / "search.json").read_text())
+    found = (site / "search" / "search_index.json") if builder == "mkdocs" else site / "search.json"
+    index = json.loads(found.read_text())
     indexed = {doc["location"].split("#")[0] for doc in index.get("docs", index.get("items", []))}
     assert f"{CHALLENGE}/submit/" in indexed  # organizers' pages are searched, generated ones are not
     assert not [page for page in indexed if "/leaderboard/" in page or "/results/" in page]
@@ -95,7 +96,8 @@ def test_organizer_page_edit_is_rendered(scored_repo):
 
 
 def test_broken_builder_config_is_one_clear_error(scored_repo, capsys):
-    (scored_repo / "mkdocs.yml").write_text((scored_repo / "mkdocs.yml").read_text().replace("name: material", "name: nosuchtheme"))
+    config = scored_repo / "mkdocs.yml"
+    config.write_text(config.read_text().replace("name: material", "name: nosuchtheme"))
     with pytest.raises(BuildError, match="mkdocs build failed"):
         build_site(SiteConfig.read(scored_repo))
     assert main(["--root", str(scored_repo), "build"]) == 1
@@ -179,7 +181,8 @@ def test_blind_phase_publishes_no_score_until_it_closes(repo):
 
     stage = stage_of(repo, now=dt.datetime(2028, 1, 1, tzinfo=dt.UTC))
     rows = json.loads((stage / CHALLENGE / "leaderboard" / blind / "leaderboard.json").read_text())
-    assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [(1, "bob", 0.93456), (2, "alice", 0.81234)]
+    assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [
+        (1, "bob", 0.93456), (2, "alice", 0.81234)]
 
 
 def test_published_results_carry_no_logs(repo):
@@ -276,7 +279,8 @@ def test_navigation_names_challenges_and_follows_phase_order(scored_repo):
         f"{CHALLENGE}/index.md", f"{CHALLENGE}/submit.md",
         {"Leaderboards": [{"Final test": f"{CHALLENGE}/leaderboard/{PHASE}.md"},
                           {"Late phase": f"{CHALLENGE}/leaderboard/a-late-phase.md"}]}]}
-    html = (build_site(config) / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()  # pruned: its own section
+    # The navigation is pruned to the page's own section: read the phase's leaderboard page.
+    html = (build_site(config) / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()
     labels = [" ".join(m.split()) for m in re.findall(r'class="md-ellipsis">(.*?)</span>', html, flags=re.S)]
     assert "Ellipsoid Segmentation" in labels and "ellipsoid-segmentation" not in " ".join(labels).lower().split()
     assert labels.index("Final test") < labels.index("Late phase")
@@ -292,7 +296,8 @@ def test_challenge_page_shows_each_phases_rules_from_its_file(scored_repo):
     assert rows["Submissions"].startswith("open from 2026-01-01 00:00 UTC until 2027-12-31 23:59 UTC "
                                           '<span class="countdown" data-until="2027-12-31T23:59:59+00:00">')
     assert rows["Limit"] == "3 submissions per 7 days per participant (failed ones count too)"
-    assert rows["Registration"].startswith(f"required: open a pull request adding `challenges/{CHALLENGE}/registrations/")
+    registration = f"required: open a pull request adding `challenges/{CHALLENGE}/registrations/"
+    assert rows["Registration"].startswith(registration)
     assert rows["Algorithm"] == "2 CPU, 2 GiB memory, 1 GPU, 120 s per case, 512 MiB of output; no network"
     assert rows["Results"] == "scores withheld until submissions close"
     assert rows["Ranking"].startswith("results are ordered on Dice (mean) alone (higher is better)")
