@@ -77,7 +77,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         err.print(f"running {submission.image or submission.predictions} in phase {phase.title!r} on {cases} cases "
                   f"from {data}", markup=False)
         config = RunnerConfig(data_root=root, log_dir=scratch / "logs", allow_local_images=True,
-                              runtime=args.runtime, gpu_ids=gpus)
+                              runtime=args.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
         result = evaluate(submission, store=store, executor=executor, config=config, evaluation_image=image,
                           on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False))
         logs = scratch / "logs" / submission.key
