@@ -3,11 +3,17 @@ results and commits. Fixtures live in conftest.py; plain helpers live here."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import hashlib
+import http.server
 import os
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -89,3 +95,27 @@ def commit(repo: Path, when: str, message: str = "results") -> None:
            "GIT_COMMITTER_EMAIL": "runner@example.org"}
     subprocess.run(["git", "add", "-A", "challenges"], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=repo, check=True, env=env)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def served(site: Path) -> Iterator[str]:
+    """A built site served on 127.0.0.1 while the block runs; its base URL."""
+    handler = functools.partial(QuietHandler, directory=str(site))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_port}/"
+        server.shutdown()
+
+
+def wait_for(browser: Any, css: str, count: int = 1) -> list[Any]:
+    """The elements matching `css` once at least `count` are on the page (10 s at most)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 10).until(
+        lambda b: (found := b.find_elements(By.CSS_SELECTOR, css)) and len(found) >= count and found)

@@ -7,14 +7,9 @@ under CI (CI=true), where a missing browser fails the run.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,20 +19,13 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit
+from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit, served, wait_for
 
 pytest.importorskip("selenium")
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 CASES = 6
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
 
 
 SHAPES = {  # metrics.json as evaluations write it besides {"case": {case: {metric}}, "aggregates": {metric: {stat}}}
@@ -75,52 +63,8 @@ def site_url(tmp_path_factory) -> Iterator[str]:
     config = SiteConfig.read(repo)
     pages.generate(Store(repo), config.stage, config.templates, config.assets)
     site = build_site(config)
-    handler = functools.partial(QuietHandler, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/"
-        server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[webdriver.Chrome]:
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but headless Chromium is missing (apt-get install chromium chromium-driver)")
-        pytest.skip("headless Chromium is missing (Debian packages chromium and chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox",  # no-sandbox: CI runs as root
-                "--disable-gpu", "--window-size=1280,2000",
-                # The network cut: no name resolves but 127.0.0.1, and anything else goes to a dead proxy.
-                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-                "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(driver))
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
-
-
-@pytest.fixture
-def page(browser, site_url) -> Iterator[webdriver.Chrome]:
-    """The browser; afterwards, every request it made was to the site, and no script failed."""
-    browser.get_log("performance"), browser.get_log("browser")  # start from empty logs
-    yield browser
-    requested = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
-    urls = [m["params"]["request"]["url"] for m in requested if m["method"] == "Network.requestWillBeSent"]
-    assert urls, "the performance log recorded no request"
-    # data: URLs are inline images in the theme's CSS, not requests to anywhere.
-    assert [u for u in urls if not u.startswith((site_url, "data:"))] == []
-    assert [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
-
-
-def wait_for(browser, css: str, count: int = 1) -> list:
-    return WebDriverWait(browser, 10).until(
-        lambda b: (found := b.find_elements(By.CSS_SELECTOR, css)) and len(found) >= count and found)
+    with served(site) as url:
+        yield url
 
 
 def column(browser, index: int) -> list[str]:

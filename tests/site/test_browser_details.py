@@ -3,12 +3,9 @@ and supplementary PDF, and a result the organizers excluded, listed apart with i
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import shutil
 import subprocess
-import threading
 import urllib.request
 from collections.abc import Iterator
 
@@ -23,10 +20,7 @@ from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit, edit_yaml,
 pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By
 
-from tests.site import test_browser as chromium
-from tests.site.test_browser import QuietHandler, wait_for
-
-browser, page = chromium.browser, chromium.page  # its fixtures: Chromium with the network cut, checked after
+from tests.helpers import served, wait_for
 
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 PAPER, CODE = "https://arxiv.org/abs/2401.00001", "https://github.com/alice/unet"
@@ -56,11 +50,8 @@ def site_url(tmp_path_factory) -> Iterator[str]:
     config = SiteConfig.read(repo)
     pages.generate(Store(repo), config.stage, config.templates, config.assets)
     site = build_site(config)
-    handler = functools.partial(QuietHandler, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/"
-        server.shutdown()
+    with served(site) as url:
+        yield url
 
 
 def test_the_leaderboard_shows_titles_and_links_and_lists_exclusions_apart(page, site_url):

@@ -10,11 +10,8 @@ leaving the site, no script error) are test_browser.py's.
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import http.server
 import json
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 
@@ -24,9 +21,7 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import REPO
-from tests.site import test_browser
-from tests.site.test_browser import QuietHandler, wait_for
+from tests.helpers import REPO, served, wait_for
 from tests.site.test_catalog import write_catalog
 
 pytest.importorskip("selenium")
@@ -34,7 +29,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 # The harness's browser: the network cut; afterwards no request left the site and no script failed.
-browser, page = test_browser.browser, test_browser.page
 COUNT = 300
 SECRET_PAGE = 123  # the one challenge whose own FAQ page says the word searched for
 WORD = "quokkalith"
@@ -63,11 +57,8 @@ def built(tmp_path_factory) -> Iterator[tuple[str, list[dict]]]:
     challenges = [{**e, "type": data["type"]} for e, data in zip(exported, written, strict=True)]
     elapsed = time.monotonic() - started
     assert elapsed < 90, f"generating and building {COUNT} challenges took {elapsed:.0f} s"
-    handler = functools.partial(QuietHandler, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/", challenges
-        server.shutdown()
+    with served(site) as url:
+        yield url, challenges
 
 
 @pytest.fixture(scope="module")

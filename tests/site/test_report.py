@@ -4,15 +4,9 @@ network cut."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
-import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +15,7 @@ import yaml
 from runner.cli import main
 from runner.site.report import FIGURES, ReportError, build_report, write_report
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, NOW, PHASE, add_result, edit_yaml, phase_file
+from tests.helpers import CHALLENGE, NOW, PHASE, add_result, edit_yaml, phase_file, served
 
 # Per-case Dice: bob best in every case, dave and erin last; alice and carol trade places, and carol
 # has no value for the last two cases.
@@ -143,47 +137,19 @@ def test_blind_phase_shows_only_who_took_part(report_repo, tmp_path):
 
 # --- in the browser -----------------------------------------------------------------------------
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture
-def chromium() -> Iterator:
-    """Headless Chromium with the network cut, as tests/site/test_browser.py drives it."""
-    webdriver = pytest.importorskip("selenium.webdriver")
-    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (binary and driver):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but headless Chromium is missing (apt-get install chromium chromium-driver)")
-        pytest.skip("headless Chromium is missing (Debian packages chromium and chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,5000", "--hide-scrollbars",
-                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-                "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(driver))
-    try:
-        yield browser
-    finally:
-        browser.quit()
-
-
-def test_report_renders_offline_in_chromium(report_dir, chromium, tmp_path):
+def test_report_renders_offline_in_chromium(report_dir, browser, tmp_path):
+    """Headless Chromium with the network cut (tests/site/conftest.py) opens the report alone."""
     from selenium.webdriver.common.by import By
 
-    handler = functools.partial(QuietHandler, directory=str(report_dir))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_port}/report.html"
+    chromium = browser
+    chromium.get_log("performance"), chromium.get_log("browser")  # start from empty logs
+    with served(report_dir) as site:
+        url = f"{site}report.html"
         chromium.get(url)
         figures = chromium.find_elements(By.CSS_SELECTOR, f"#{PHASE} figure svg")
         sizes = [(f.size["width"], f.size["height"]) for f in figures]
         blobs = chromium.find_elements(By.CSS_SELECTOR, f"#{PHASE}-blob circle")
         chromium.save_screenshot(str(tmp_path / "report.png"))
-        server.shutdown()
     assert len(sizes) == 6 and all(w > 100 and h > 100 for w, h in sizes), sizes
     assert blobs and all(b.size["width"] > 0 for b in blobs[:5])
     log = [json.loads(entry["message"])["message"] for entry in chromium.get_log("performance")]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import subprocess
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,12 +12,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit
-from tests.site import test_browser
-from tests.site.test_browser import QuietHandler, wait_for
+from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit, served, wait_for
 from tests.site.test_scale import generate
-
-browser, page = test_browser.browser, test_browser.page  # the fixtures, shared
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +28,8 @@ def site_url(tmp_path_factory) -> Iterator[str]:
         patch.setattr(pages, "BUNDLE_OVER", 0)
         generate(repo)
     site = build_site(SiteConfig.read(repo))
-    handler = functools.partial(QuietHandler, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/"
-        server.shutdown()
+    with served(site) as url:
+        yield url
 
 
 def test_the_viewer_reads_a_bundled_result(page, site_url):
