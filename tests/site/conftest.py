@@ -15,10 +15,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("selenium")
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
