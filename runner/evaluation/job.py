@@ -36,7 +36,7 @@ from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of
+from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of, nested_paths
 from runner.tree.references import image_refusal
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
@@ -72,6 +72,9 @@ class RunnerConfig:
     cache_max_age_s: float = DEFAULT_MAX_AGE_S
     runner_keys: tuple[Identity, ...] = ()  # opens image archives encrypted to this runner's public key
     archive_max_bytes: int = ARCHIVE_MAX_BYTES
+    # Training phases: each submission's checkpoints, model and time spent, kept across runner restarts.
+    training_dir: Path | None = None
+    preserved_dir: Path | None = None  # archives of algorithm images kept on this runner (`challenge preserve`)
 
     def phase_data(self, phase: Phase) -> tuple[Path, Path]:
         folder = self.data_root / phase.challenge / phase.slug
@@ -80,6 +83,12 @@ class RunnerConfig:
             if not path.is_dir():
                 raise RunnerError(f"hidden data missing on this runner: {path} is not a folder")
         return inputs, truth
+
+    def training_data(self, phase: Phase) -> Path:
+        folder = self.data_root / phase.challenge / phase.slug / "training"
+        if not folder.is_dir():
+            raise RunnerError(f"hidden training data missing on this runner: {folder} is not a folder")
+        return folder
 
     def output_cache(self) -> OutputCache | None:
         if self.cache_dir is None:
@@ -219,7 +228,7 @@ class _Job:
 
     def _contained_run(self, area: OutputArea, image_id: str, run: Run, produced: Path) -> dict[str, Any]:
         limits, phase = self.phase.algorithm, self.phase
-        if _nested(phase.algorithm_input_path, phase.algorithm_output_path):
+        if nested_paths(phase.algorithm_input_path, phase.algorithm_output_path):
             raise RunnerError(f"phase {phase.challenge}/{phase.slug}: algorithm_input_path and algorithm_output_path "
                               "must be separate folders")
         spec = self._spec(image_id, (Mount(run.inputs, phase.algorithm_input_path),), limits, gpus=limits.gpus,
@@ -425,10 +434,6 @@ def _measured(outcome: Outcome, run: Run) -> dict[str, Any]:
     if len(run.cases) > 1:
         measured["cases"] = list(run.cases)
     return measured
-
-
-def _nested(first: str, second: str) -> bool:
-    return first == second or first.startswith(second + "/") or second.startswith(first + "/")
 
 
 def _cases(inputs: Path) -> list[str]:

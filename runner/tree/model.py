@@ -72,7 +72,7 @@ CaseMethod = Literal["aggregate-then-rank", "rank-then-aggregate", "test-then-ra
 MetricsMethod = Literal["rank-then-average"]  # FLARE: several per-case metrics (ranking_metrics) ranked per case
 Method = Literal[Scoring, CaseMethod, MetricsMethod]  # one Literal: a wrong value is one problem, not one per member
 Display = Literal["all", "most_recent", "best"]
-Kind = Literal["algorithm", "predictions"]
+Kind = Literal["algorithm", "predictions", "training"]
 Mode = Literal["batch", "per-case"]
 RegistrationMode = Literal["open", "required"]
 Combine = Literal["mean", "median", "sum"]
@@ -380,8 +380,10 @@ class PhaseOptions:
     title: Annotated[Text, meta("The phase's name on the site and in messages to participants.", gc="title")]
     description: Annotated[Text, meta("A paragraph shown with the phase.")] = ""
     submission_kind: Annotated[Kind, meta(
-        "What participants submit: algorithm, a container image the runner runs on the hidden data; or "
-        "predictions, a file of outputs.", gc="submission_kind")]
+        "What participants submit: algorithm, a container image the runner runs on the hidden data; "
+        "predictions, a file of outputs; or training (grand-challenge's type 3), a container image the runner "
+        "first trains on the phase's hidden training data, then runs on its hidden test inputs.",
+        gc="submission_kind")]
     submissions_open_at: Annotated[Moment | None, meta(
         "When submissions open. Unset: open from the start.", gc="submissions_open_at")] = None
     submissions_close_at: Annotated[Closing | None, meta(
@@ -475,6 +477,22 @@ class PhaseOptions:
     algorithm_outputs: Annotated[tuple[Socket, ...], meta(
         "grand-challenge interface: the algorithm's output sockets, each checked after every run. Unset: read "
         "from what the algorithm wrote.", gc="algorithm_outputs")] = ()
+    training_command: Annotated[Command, meta(
+        "Training phases: the command that trains, as a list of words or one string (the image's entrypoint, "
+        "if it has one, gets these words). The same image then predicts with algorithm_command.")] = ("train",)
+    training_input_path: Annotated[ContainerPath, meta(
+        "Training phases: where the training container finds the hidden training data (read-only).")] = (
+        "/opt/ml/input/data/training")
+    model_path: Annotated[ContainerPath, meta(
+        "Training phases: the folder the training container writes its model into (size-limited by "
+        "training_resources.output); the predict runs find it there, read-only.")] = "/opt/ml/model"
+    checkpoint_path: Annotated[ContainerPath, meta(
+        "Training phases: a folder the runner keeps on its disk. Training that is stopped (the runner restarts) "
+        "starts again with what it left here, within the same time budget, so it can resume.")] = (
+        "/opt/ml/checkpoints")
+    checkpoint_max_size: Annotated[Size, meta(
+        "Training phases: the most the checkpoint folder may hold; training that writes more is stopped.")] = (
+        4 * GIB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -497,6 +515,12 @@ class PhaseFile(PhaseOptions):
         default_factory=Resources)
     evaluation_resources: Annotated[Limits, meta("What the evaluation container may use.")] = field(
         default_factory=Limits)
+    training_time_limit: Annotated[Whole, meta(
+        "Training phases: seconds of training in all, resumes included, before training is stopped and the "
+        "submission fails (hours: 14400 is four).", ge=1)] = 3600
+    training_resources: Annotated[Resources, meta(
+        "Training phases: what the training container may use; its output is the size of the model "
+        "folder.")] = field(default_factory=Resources)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -508,6 +532,7 @@ class Phase(PhaseOptions):
     score: Column
     algorithm: Limits = field(default_factory=Limits)
     evaluation: Limits = field(default_factory=Limits)
+    training: Limits = field(default_factory=Limits)
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -520,8 +545,14 @@ class Phase(PhaseOptions):
         score = Column(path=file.score_jsonpath, title=file.score_title, order=file.score_default_sort,
                        error_path=file.score_error_jsonpath)
         algorithm = Limits(time_limit=file.algorithm_time_limit, **asdict(file.algorithm_resources))
+        training = Limits(time_limit=file.training_time_limit, **asdict(file.training_resources))
         return cls(challenge=challenge, slug=slug, score=score, algorithm=algorithm,
-                   evaluation=file.evaluation_resources, **shared)
+                   evaluation=file.evaluation_resources, training=training, **shared)
+
+    @property
+    def runs_algorithms(self) -> bool:
+        """Whether submissions are container images the runner runs (algorithm and training phases)."""
+        return self.submission_kind != "predictions"
 
 
 # --- submissions/<phase>/<participant>/<id>.yml ------------------------------------------------
@@ -650,6 +681,9 @@ class RunRecord:
     cases: dict[str, dict[str, Any]] | None = None
     aggregates: dict[str, dict[str, float]] | None = None
     gpu: str | None = None  # the GPU(s) a GPU phase's run got ("0"), or "none (cpu fallback)"
+    last_line: str | None = None  # the last line it wrote to stderr (training: what the participant sees)
+    resumes: int = 0  # training: how often it started again from its checkpoints after the runner stopped
+    model_sha256: str | None = None  # training: the model folder it wrote (tree hash), also kept on the runner
 
 
 @dataclass(frozen=True)
@@ -700,6 +734,7 @@ class Result:
     error: str | None = None
     algorithm: RunRecord | None = None
     evaluation: RunRecord | None = None
+    training: RunRecord | None = None  # training phases: the training run (its resumes folded in)
     logs: dict[str, str] | None = None  # full logs, only in debugging phases (the participant's own)
     attempts: int = 1  # >1 when transient runner failures were retried
     runner_version: str = ""
@@ -710,13 +745,14 @@ class Result:
 
     def to_json(self) -> str:
         data = asdict(self)
-        if data["withheld"] is None:  # a whole result reads as it always did
-            del data["withheld"]
+        for name in ("withheld", "training"):  # a result of another phase reads as it always did
+            if data[name] is None:
+                del data[name]
         return json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        runs = {k: RunRecord(**data[k]) if data.get(k) else None for k in ("algorithm", "evaluation")}
+        runs = {k: RunRecord(**data[k]) if data.get(k) else None for k in ("algorithm", "evaluation", "training")}
         details = SubmissionDetails(**data["details"]) if data.get("details") else None
         return cls(**{**data, **runs, "details": details})
 
@@ -806,9 +842,27 @@ def _phase_issues(phase: PhaseFile, slug: str) -> Iterator[Issue]:
     yield from _ranking_metric_issues(phase)
     if phase.self_reported and phase.submission_kind != "predictions":
         yield ("self_reported",), "self-reported metrics are submitted as a file: set submission_kind: predictions"
+    yield from _training_issues(phase)
     if phase.scoring_method_choice in CASE_METHODS and not phase.score_case_jsonpath:
         yield ("scoring_method_choice",), (f"{phase.scoring_method_choice} ranks per case: set score_case_jsonpath "
                                            "to the per-case values of the score, e.g. case.*.dice")
+
+
+def _training_issues(phase: PhaseFile) -> Iterator[Issue]:
+    """A training run and the predict runs after it mount their folders side by side: none inside another."""
+    if phase.submission_kind != "training":
+        return
+    names = ("training_input_path", "model_path", "checkpoint_path", "algorithm_input_path", "algorithm_output_path")
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            outer, inner = getattr(phase, first), getattr(phase, second)
+            if nested_paths(outer, inner):
+                yield (second,), f"{inner!r} must be a folder apart from {first} ({outer!r})"
+
+
+def nested_paths(first: str, second: str) -> bool:
+    """Whether two container folders are the same or one holds the other."""
+    return first == second or first.startswith(second + "/") or second.startswith(first + "/")
 
 
 def _ranking_metric_issues(phase: PhaseFile) -> Iterator[Issue]:
@@ -856,8 +910,9 @@ def _submission_issues(file: SubmissionFile, invalid: frozenset[str | int], path
     algorithm = next((name for name in given if name != "predictions"), None)
     if len(given) != 1:
         yield ((given or ["image"])[-1],), "give exactly one of image, image_archive (algorithm) or predictions (file)"
-    elif kind == "algorithm" and file.predictions is not None:
-        yield ("predictions",), f"phase {phase!r} takes an algorithm image, not predictions"
+    elif kind in ("algorithm", "training") and file.predictions is not None:
+        what = "a training" if kind == "training" else "an algorithm"
+        yield ("predictions",), f"phase {phase!r} takes {what} image, not predictions"
     elif kind == "predictions" and algorithm is not None:
         yield (algorithm,), f"phase {phase!r} takes a predictions file, not an image"
 

@@ -53,7 +53,7 @@ def test_a_broken_phase_is_reported_at_the_phase_only(repo, capsys):
     write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
     code, lines, err = run_check(repo, capsys)
     assert (code, lines, err.strip()) == (
-        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions"], "1 problem found")
+        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions, training"], "1 problem found")
 
 
 def test_every_file_and_every_problem_in_one_run(repo, capsys):

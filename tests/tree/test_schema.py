@@ -75,7 +75,7 @@ def test_every_problem_of_a_file_once_with_file_and_line(tmp_path):
         """)
     assert problems(load_phase, path, "c") == [
         f"{path}:1: title: expected text, got a whole number (3); put it in quotes",
-        f"{path}:2: submission_kind: 'algorithms' is not one of: algorithm, predictions",
+        f"{path}:2: submission_kind: 'algorithms' is not one of: algorithm, predictions, training",
         f"{path}:3: score_jsonpth: unknown field; did you mean 'score_jsonpath'?",  # not also "is required"
         f"{path}:7: extra_results_columns[0].order: 'up' is not one of: asc, desc",
         f"{path}:8: extra_results_columns[0].colour: unknown field (allowed here: error_path, exclude_from_ranking, "
@@ -257,7 +257,7 @@ def test_every_field_says_what_it_means(repo):
                 assert spec.get("description"), f"{name}: {where}{field} has no description"
     phase = json_schema("phase")["properties"]
     assert phase["score_jsonpath"]["x-grand-challenge"] == "score_jsonpath"
-    assert phase["submission_kind"]["enum"] == ["algorithm", "predictions"]
+    assert phase["submission_kind"]["enum"] == ["algorithm", "predictions", "training"]
     assert json_schema("phase")["additionalProperties"] is False
 
 
