@@ -23,7 +23,7 @@ from pathlib import Path
 
 from runner.ranking.tables import fmt
 from runner.site.catalog import CatalogEntry, platform_name
-from runner.tree.gitfiles import added
+from runner.tree.gitfiles import added_all
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Phase, Result, parse_time, scored_document
 from runner.tree.policy import visibility
@@ -76,12 +76,14 @@ def _page(entry: CatalogEntry, pages: set[str]) -> str:
 
 def new_challenges(store: Store, entries: list[CatalogEntry], pages: set[str]) -> Feed:
     """Challenges by when they joined the catalog: the commit that added their challenge.yml (the
-    file's time outside git), newest first."""
+    file's time outside git), newest first. One git walk answers for every challenge."""
+    files = {e.challenge.slug: str(store.paths.challenge_file(e.challenge.slug).relative_to(store.root))
+             for e in entries}
+    commits = added_all(store.root, files.values())
     found = []
     for entry in entries:
         c = entry.challenge
-        path = store.paths.challenge_file(c.slug)
-        commit = added(store.root, str(path.relative_to(store.root)))
+        path, commit = store.root / files[c.slug], commits.get(files[c.slug])
         when = commit.at if commit else dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
         dates = " to ".join(str(d) for d in (c.start_date, c.end_date) if d)
         summary = f"{c.headline} ({platform_name(c.platform)}{'; ' + dates if dates else ''})"

@@ -1,4 +1,4 @@
-"""What git knows of one file of the tree: the commit that added it, and when.
+"""What git knows of files of the tree: the commit that added each, and when.
 
 The time a submission landed is the time of the commit that added it (the squash merge of its pull
 request, made by GitHub, so a participant cannot forge it); the pull-request comments find the
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +23,30 @@ class Added:
 def added(root: Path, rel: str) -> Added | None:
     """The commit that added `rel` (relative to the repository root `root`), or None when git does
     not know the file (not committed, or no repository)."""
-    done = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H %cI", "-1", "--", rel],
+    return added_all(root, [rel]).get(rel)
+
+
+def added_all(root: Path, rels: Iterable[str]) -> dict[str, Added]:
+    """The commit that last added each of `rels` (relative to `root`), from one `git log` over them
+    all: a catalog of hundreds of challenges costs one walk of the history, not one per file. Files
+    git does not know (not committed, or no repository) are left out."""
+    wanted = set(rels)
+    if not wanted:
+        return {}
+    one = ["-1"] if len(wanted) == 1 else []  # git stops at the first match
+    done = subprocess.run(["git", "log", *one, "--diff-filter=A", "--no-renames", "--name-only", "-z",
+                           "--format=%x01%H %cI", "--", *sorted(wanted)],
                           cwd=root, capture_output=True, text=True, check=False)
-    words = done.stdout.split()
-    if done.returncode != 0 or len(words) != 2:
-        return None
-    return Added(words[0], dt.datetime.fromisoformat(words[1]).astimezone(dt.UTC))
+    found: dict[str, Added] = {}
+    if done.returncode != 0:
+        return found
+    # Each commit: \x01<sha> <time>\0\n<name>\0<name>\0...; newest first, so the first commit seen adding a
+    # file is the one that last added it.
+    for block in done.stdout.split("\x01")[1:]:
+        header, *names = block.split("\0")
+        sha, when = header.split()
+        at = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
+        for name in (n.lstrip("\n") for n in names):
+            if name in wanted and name not in found:
+                found[name] = Added(sha, at)
+    return found

@@ -1,0 +1,36 @@
+"""The commit that added each file, for one file or many in one git walk."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from pathlib import Path
+
+from runner.tree.gitfiles import added, added_all
+from tests.helpers import commit
+
+
+def test_added_all_finds_the_commit_that_last_added_each_file(tmp_path: Path):
+    repo = tmp_path / "repo"
+    (repo / "challenges" / "a").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / "challenges" / "a" / "challenge.yml").write_text("one\n")
+    commit(repo, "2026-01-01T00:00:00Z")
+    (repo / "challenges" / "b c").mkdir()
+    (repo / "challenges" / "b c" / "challenge.yml").write_text("two\n")
+    (repo / "challenges" / "a" / "challenge.yml").write_text("one, edited\n")
+    commit(repo, "2026-01-02T00:00:00Z")
+    (repo / "challenges" / "a" / "challenge.yml").unlink()
+    commit(repo, "2026-01-03T00:00:00Z")
+    (repo / "challenges" / "a" / "challenge.yml").write_text("one again\n")
+    commit(repo, "2026-01-04T00:00:00+02:00")
+    (repo / "challenges" / "d.yml").write_text("never committed\n")
+    rels = ["challenges/a/challenge.yml", "challenges/b c/challenge.yml", "challenges/d.yml"]
+
+    found = added_all(repo, rels)
+
+    assert {rel: at.at for rel, at in found.items()} == {
+        "challenges/a/challenge.yml": dt.datetime(2026, 1, 3, 22, tzinfo=dt.UTC),  # re-added, in UTC
+        "challenges/b c/challenge.yml": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}  # a name with a space
+    assert all(added(repo, rel) == found.get(rel) for rel in rels)  # one file alone: the same answer
+    assert added_all(tmp_path, rels) == {} and added(tmp_path, rels[0]) is None  # no repository
