@@ -77,13 +77,12 @@ def _page(entry: CatalogEntry, pages: set[str]) -> str:
 def new_challenges(store: Store, entries: list[CatalogEntry], pages: set[str]) -> Feed:
     """Challenges by when they joined the catalog: the commit that added their challenge.yml (the
     file's time outside git), newest first. One git walk answers for every challenge."""
-    files = {e.challenge.slug: str(store.paths.challenge_file(e.challenge.slug).relative_to(store.root))
-             for e in entries}
-    commits = added_all(store.root, files.values())
+    commits = added_all(store.root, str(store.paths.challenge_file("*").relative_to(store.root)))
     found = []
     for entry in entries:
         c = entry.challenge
-        path, commit = store.root / files[c.slug], commits.get(files[c.slug])
+        path = store.paths.challenge_file(c.slug)
+        commit = commits.get(str(path.relative_to(store.root)))
         when = commit.at if commit else dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
         dates = " to ".join(str(d) for d in (c.start_date, c.end_date) if d)
         summary = f"{c.headline} ({platform_name(c.platform)}{'; ' + dates if dates else ''})"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,19 +22,20 @@ class Added:
 def added(root: Path, rel: str) -> Added | None:
     """The commit that added `rel` (relative to the repository root `root`), or None when git does
     not know the file (not committed, or no repository)."""
-    return added_all(root, [rel]).get(rel)
+    return _added(root, f":(literal){rel}", first=True).get(rel)
 
 
-def added_all(root: Path, rels: Iterable[str]) -> dict[str, Added]:
-    """The commit that last added each of `rels` (relative to `root`), from one `git log` over them
-    all: a catalog of hundreds of challenges costs one walk of the history, not one per file. Files
-    git does not know (not committed, or no repository) are left out."""
-    wanted = set(rels)
-    if not wanted:
-        return {}
-    one = ["-1"] if len(wanted) == 1 else []  # git stops at the first match
-    done = subprocess.run(["git", "log", *one, "--diff-filter=A", "--no-renames", "--name-only", "-z",
-                           "--format=%x01%H %cI", "--", *sorted(wanted)],
+def added_all(root: Path, pattern: str) -> dict[str, Added]:
+    """The commit that last added each file matching `pattern` (a glob relative to `root`, `*` within
+    one folder, `**` across folders), from one `git log`: a catalog of hundreds of challenges costs one
+    walk of the history, not one per file (nor a walk that matches each commit against hundreds of
+    paths). Files git does not know (not committed, or no repository) are left out."""
+    return _added(root, f":(glob){pattern}", first=False)
+
+
+def _added(root: Path, pathspec: str, *, first: bool) -> dict[str, Added]:
+    done = subprocess.run(["git", "log", *(["-1"] if first else []), "--diff-filter=A", "--no-renames",
+                           "--name-only", "-z", "--format=%x01%H %cI", "--", pathspec],
                           cwd=root, capture_output=True, text=True, check=False)
     found: dict[str, Added] = {}
     if done.returncode != 0:
@@ -46,7 +46,6 @@ def added_all(root: Path, rels: Iterable[str]) -> dict[str, Added]:
         header, *names = block.split("\0")
         sha, when = header.split()
         at = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
-        for name in (n.lstrip("\n") for n in names):
-            if name in wanted and name not in found:
-                found[name] = Added(sha, at)
+        for name in filter(None, (n.lstrip("\n") for n in names)):
+            found.setdefault(name, Added(sha, at))
     return found

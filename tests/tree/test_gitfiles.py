@@ -27,10 +27,10 @@ def test_added_all_finds_the_commit_that_last_added_each_file(tmp_path: Path):
     (repo / "challenges" / "d.yml").write_text("never committed\n")
     rels = ["challenges/a/challenge.yml", "challenges/b c/challenge.yml", "challenges/d.yml"]
 
-    found = added_all(repo, rels)
+    found = added_all(repo, "challenges/*/challenge.yml")
 
     assert {rel: at.at for rel, at in found.items()} == {
         "challenges/a/challenge.yml": dt.datetime(2026, 1, 3, 22, tzinfo=dt.UTC),  # re-added, in UTC
         "challenges/b c/challenge.yml": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}  # a name with a space
     assert all(added(repo, rel) == found.get(rel) for rel in rels)  # one file alone: the same answer
-    assert added_all(tmp_path, rels) == {} and added(tmp_path, rels[0]) is None  # no repository
+    assert added_all(tmp_path, "challenges/*/challenge.yml") == {} and added(tmp_path, rels[0]) is None  # no git
