@@ -27,6 +27,7 @@ COMMANDS = {
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
     "new": "new", "try": "tryout", "data": "data",
     "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys",
+    "rerun": "reruns", "preserve": "reruns",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 

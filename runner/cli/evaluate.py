@@ -44,58 +44,91 @@ def register(sub) -> None:
     e.add_argument("--rerun", action="store_true", help="replace existing results")
     e.add_argument("--shard", type=shard, help="I/N: only the submissions whose key hashes to shard I of N, "
                    "so N runners split --pending without coordinating")
-    e.add_argument("--data-root", type=Path, default=os.environ.get(ENV_DATA_ROOT),
-                   help=f"hidden data root (or ${ENV_DATA_ROOT})")
-    e.add_argument("--allow-local-images", action="store_true",
-                   help="local runs: accept local image IDs (sha256:...), and image archives at file:// or "
-                        "private-network addresses")
-    e.add_argument("--base-image", help="Python base for building evaluation images (default: python:3.11-slim, "
-                   "else an offline Debian base)")
-    e.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
-    e.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""),
-                   help=f"GPU indices this runner may assign, e.g. 0 or 0,1 (or ${ENV_GPUS})")
-    e.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: ROOT/build/cache)")
-    e.add_argument("--cache-max-size", type=size, default=DEFAULT_MAX_BYTES,
-                   help="evict the least recently used outputs beyond this size, e.g. 20g (default: 20g)")
-    e.add_argument("--cache-max-age", type=float, default=DEFAULT_MAX_AGE_S / 86400,
-                   help="evict outputs unused for this many days (default: 30)")
-    e.add_argument("--cpu-fallback", action="store_true",
-                   help="run GPU phases without a GPU where this runner has none (demo, local tries); "
-                        "results say so")
-    e.add_argument("--runner-key", type=Path,
-                   help=f"this runner's age identity, to open image archives encrypted to it (or ${ENV_RUNNER_KEY} "
-                        "holding the key itself)")
-    e.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: ROOT/build/logs)")
+    add_runner_options(e)
     e.set_defaults(func=cmd_evaluate)
+
+
+def add_runner_options(parser: argparse.ArgumentParser) -> None:
+    """How this runner host is set up: the options of every command that evaluates (`runner_config`)."""
+    parser.add_argument("--data-root", type=Path, default=os.environ.get(ENV_DATA_ROOT),
+                        help=f"hidden data root (or ${ENV_DATA_ROOT})")
+    parser.add_argument("--allow-local-images", action="store_true",
+                        help="local runs: accept local image IDs (sha256:...), and image archives at file:// or "
+                             "private-network addresses")
+    parser.add_argument("--base-image", help="Python base for building evaluation images (default: "
+                        "python:3.11-slim, else an offline Debian base)")
+    parser.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
+    parser.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""),
+                        help=f"GPU indices this runner may assign, e.g. 0 or 0,1 (or ${ENV_GPUS})")
+    parser.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: ROOT/build/cache)")
+    parser.add_argument("--cache-max-size", type=size, default=DEFAULT_MAX_BYTES,
+                        help="evict the least recently used outputs beyond this size, e.g. 20g (default: 20g)")
+    parser.add_argument("--cache-max-age", type=float, default=DEFAULT_MAX_AGE_S / 86400,
+                        help="evict outputs unused for this many days (default: 30)")
+    parser.add_argument("--cpu-fallback", action="store_true",
+                        help="run GPU phases without a GPU where this runner has none (demo, local tries); "
+                             "results say so")
+    parser.add_argument("--runner-key", type=Path,
+                        help=f"this runner's age identity, to open image archives encrypted to it (or "
+                             f"${ENV_RUNNER_KEY} holding the key itself)")
+    parser.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: ROOT/build/logs)")
+    parser.add_argument("--training-dir", type=Path, help="training phases: each submission's checkpoints and "
+                        "model, kept across runner restarts (default: ROOT/build/training)")
+    add_preserved_dir(parser)
+
+
+def add_preserved_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preserved-dir", type=Path, help="archives of algorithm images kept on this runner "
+                        "(`challenge preserve`; default: ROOT/build/preserved)")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     store = Store(args.root, keys=runner_keys())  # seals what phases withhold (GitHub's SSH keys)
     if args.pending == bool(args.submissions):
         raise UsageError("give submission files or --pending (one of the two)")
-    if args.data_root is None:
-        raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
     if args.shard:
         queue = [s for s in queue if in_shard(s.key, args.shard)]
-    gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
-    config = RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
-                          runtime=args.runtime, gpu_ids=gpus, cpu_fallback=args.cpu_fallback,
-                          cache_dir=(args.cache_dir or store.root / "build" / "cache").resolve(),
-                          cache_max_bytes=args.cache_max_size, cache_max_age_s=args.cache_max_age * 86400,
-                          log_dir=(args.log_dir or store.root / "build" / "logs").resolve(),
-                          runner_keys=runner_identity(args.runner_key))
-    executor, base = runner_executor(args.base_image, gpus=bool(gpus))
+    return evaluate_queue(queue, store=store, args=args, rerun=args.rerun)
+
+
+def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Namespace, rerun: bool = False) -> int:
+    """Evaluate `queue` on this runner as `add_runner_options` set it up, with progress; the exit status."""
+    config = runner_config(args, store)
+    executor, base = runner_executor(args.base_image, gpus=bool(config.gpu_ids))
     with contextlib.closing(executor):
-        reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=args.rerun)
+        reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun)
     return 1 if any(r.status == "error" for r in reports) else 0
 
 
+def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
+    """The RunnerConfig of `add_runner_options`' options; folders default to ROOT/build/<name>."""
+    if args.data_root is None:
+        raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
+    build = store.root / "build"
+    return RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
+                        runtime=args.runtime, gpu_ids=tuple(g.strip() for g in args.gpus.split(",") if g.strip()),
+                        cpu_fallback=args.cpu_fallback, cache_dir=(args.cache_dir or build / "cache").resolve(),
+                        cache_max_bytes=args.cache_max_size, cache_max_age_s=args.cache_max_age * 86400,
+                        log_dir=(args.log_dir or build / "logs").resolve(),
+                        runner_keys=runner_identity(args.runner_key),
+                        training_dir=(args.training_dir or build / "training").resolve(),
+                        preserved_dir=preserved_dir(args, store))
+
+
+def preserved_dir(args: argparse.Namespace, store: Store) -> Path:
+    return (args.preserved_dir or store.root / "build" / "preserved").resolve()
+
+
 def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Executor, str]:
-    """This runner's executor (Docker) and its Python base image (also used to build evaluation
-    images). Choosing another executor (Kubernetes Jobs) is a change here alone."""
-    executor = DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
+    """This runner's executor and its Python base image (also used to build evaluation images)."""
+    executor = runner_engine(gpus=gpus)
     return executor, executor.ensure_base(base_image, log=err.print)
+
+
+def runner_engine(*, gpus: bool = False) -> Executor:
+    """This runner's executor (Docker). Choosing another executor (Kubernetes Jobs) is a change here alone."""
+    return DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
 
 
 def runner_identity(path: Path | None) -> tuple[Identity, ...]:
@@ -136,8 +169,7 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
     if not queue:
         out.print("nothing to evaluate")
         return []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
+    with progress_bar() as progress:
         task = progress.add_task("evaluating", total=len(queue))
 
         def done(report: JobReport) -> None:
@@ -154,3 +186,9 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
             progress.console.print(f"[yellow]{escape(line)}[/]", markup=True, highlight=False)
 
         return run_jobs(queue, on_done=done, on_case=case_done, log=note, **kwargs)
+
+
+def progress_bar() -> Progress:
+    """The runner's progress bar on stderr, gone once done (the lines printed above it stay)."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=True)

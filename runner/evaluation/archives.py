@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import ipaddress
+import json
 import shutil
 import socket
 from collections.abc import Iterator, Sequence
@@ -205,3 +206,44 @@ def _load(path: Path, executor: Executor, *, max_bytes: int) -> str:
         raise SubmissionFailure(f"Image archive refused: {exc}") from None
     except SandboxError as exc:
         raise RunnerError(f"Image archive could not be loaded: {exc}", transient=exc.transient) from None
+
+
+# --- algorithm images preserved on the runner (`challenge preserve`) ----------------------------
+# A submitted image can be deleted upstream after the challenge; its archive kept here lets a later
+# rerun (a living benchmark) load it again. Each archive is named by the sha256 of the reference as
+# submitted, with a JSON sidecar naming that reference and the image ID it was saved from.
+
+
+def preserved_archive(folder: Path, ref: str) -> Path:
+    """Where the archive of the image `ref` (as a submission names it) is kept in `folder`."""
+    return folder / f"{hashlib.sha256(ref.encode()).hexdigest()}.tar"
+
+
+def preserve_image(ref: str, *, executor: Executor, folder: Path) -> bool:
+    """Save the image `ref` as an archive in `folder` unless it is there already; whether it was saved now.
+    Written through a temporary name, so an interrupted save is never taken for an archive."""
+    path = preserved_archive(folder, ref)
+    if path.is_file() and path.with_suffix(".json").is_file():
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    image_id = executor.image_id(ref)
+    part = path.with_suffix(".part")
+    try:
+        executor.save_archive(image_id, part)
+        part.replace(path)
+    finally:
+        part.unlink(missing_ok=True)
+    path.with_suffix(".json").write_text(json.dumps({"ref": ref, "image_id": image_id}, indent=2) + "\n")
+    return True
+
+
+def load_preserved(ref: str, *, executor: Executor, folder: Path) -> str | None:
+    """The image ID of `ref` loaded from its preserved archive; None if this runner kept none."""
+    path = preserved_archive(folder, ref)
+    if not path.is_file():
+        return None
+    try:
+        return executor.load_archive(path)
+    except (BadArchive, SandboxError) as exc:
+        raise RunnerError(f"the preserved archive of {ref} ({path}) could not be loaded: {exc}",
+                          transient=exc.transient) from None

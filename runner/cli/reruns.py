@@ -1,0 +1,134 @@
+"""`challenge rerun` and `challenge preserve`: a phase's algorithms run again on another phase's hidden
+data (living benchmarks, retraining the best), and their images kept on the runner meanwhile."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+from pathlib import Path
+
+from rich.markup import escape
+
+from runner.errors import ChallengeError
+from runner.evaluation import reruns
+from runner.evaluation.archives import preserve_image
+from runner.evaluation.reruns import Carried, Choice, Standing
+from runner.execution.sandbox import Executor
+from runner.ranking.leaderboard import leaderboard
+from runner.tree.exclusions import exclusions
+from runner.tree.model import ModelError, Phase, Submission
+from runner.tree.store import Store
+
+from .common import UsageError, err
+from .evaluate import add_preserved_dir, add_runner_options, evaluate_queue, preserved_dir, progress_bar, runner_engine
+from .keys import runner_keys
+from .leaderboard import leaderboard_keys
+
+STYLES = {"written": "green", "kept": "dim", "conflict": "yellow"}
+
+
+def register(sub) -> None:
+    r = sub.add_parser("rerun", help="run a phase's algorithms again on another phase's hidden data, as new "
+                       "results there (living benchmarks, retraining the best)")
+    r.add_argument("challenge")
+    r.add_argument("--from", dest="source", required=True, metavar="PHASE", help="the phase whose results are carried")
+    r.add_argument("--to", dest="target", required=True, metavar="PHASE", help="the phase they are evaluated in")
+    which = r.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", dest="how", action="store_const", const="all", help="every succeeded result")
+    which.add_argument("--best", dest="how", action="store_const", const="best",
+                       help="each participant's best-ranked result")
+    which.add_argument("--top", type=positive, metavar="N",
+                       help="the results ranked N or better on the leaderboard (ties at the cut all go)")
+    r.add_argument("--identity", "-i", type=Path, help="an organizer's private key (age or OpenSSH), to rank a "
+                   "phase whose scores are withheld (blind, unapproved, not public)")
+    add_runner_options(r)
+    r.set_defaults(func=cmd_rerun)
+
+    p = sub.add_parser("preserve", help="save the algorithm images a phase's submissions name as archives on "
+                       "this runner, so a later rerun still finds them")
+    p.add_argument("challenge")
+    p.add_argument("--phase", required=True)
+    add_preserved_dir(p)
+    p.set_defaults(func=cmd_preserve)
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    # The organizer's key ranks a withheld phase; GitHub's keys seal the new results where the target withholds.
+    store = Store(args.root, keys=dataclasses.replace(runner_keys(), identities=leaderboard_keys(args).identities))
+    choice = Choice("top", args.top) if args.top else Choice(args.how)
+    carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice)
+    status = evaluate_queue(reruns.queue(store, carried), store=store, args=args)
+    return 1 if any(c.state == "conflict" for c in carried) else status
+
+
+def carry(store: Store, challenge: str, *, source: str, target: str, choice: Choice) -> list[Carried]:
+    """Write the submission files that carry `choice` of `source`'s results into `target`, saying each."""
+    first, then = store.phase(challenge, source), store.phase(challenge, target)
+    reruns.check_phases(first, then)
+    carried = reruns.write(store, reruns.plan(store, then, reruns.select(standings(store, first), choice)))
+    if not carried:
+        err.print(f"{challenge}/{source}: no succeeded results to carry ({choice})")
+    for c in carried:
+        rank = f"rank {c.plan.rank}" if c.plan.rank is not None else "unranked"
+        why = f": {c.why}, skipped" if c.why else ""
+        err.print(f"[{STYLES[c.state]}]{c.state}[/] {escape(c.plan.source.key)} ({rank}) -> "
+                  f"{escape(str(c.plan.path.relative_to(store.root)))}{escape(why)}")
+    return carried
+
+
+def standings(store: Store, phase: Phase) -> list[Standing]:
+    """Each result of `phase` with its rank on the leaderboard the site shows; what an organizer
+    excluded from the rankings is left out of reruns too."""
+    results = store.results(phase.challenge, phase.slug)
+    board = leaderboard(phase, results, excluded=exclusions(store.paths, phase.challenge, phase.slug))
+    ranks = {(r.participant, r.submission): r.rank for r in board.rows}
+    out = {(e.result.participant, e.result.submission) for e in board.excluded}
+    return [Standing(r, ranks.get((r.participant, r.submission))) for r in results
+            if (r.participant, r.submission) not in out]
+
+
+def cmd_preserve(args: argparse.Namespace) -> int:
+    store = Store(args.root)
+    phase = store.phase(args.challenge, args.phase)
+    if not phase.runs_algorithms:
+        raise UsageError(f"{args.challenge}/{args.phase} takes predictions files: there are no images to preserve")
+    executor = runner_engine()
+    with contextlib.closing(executor):
+        failed = preserve(store, phase, executor=executor, folder=preserved_dir(args, store))
+    return 1 if failed else 0
+
+
+def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path) -> int:
+    """Save each image the phase's submissions name (archives are files already) as an archive in
+    `folder`, once; the number that could not be saved."""
+    refs = sorted({s.image for s in _submissions(store, phase) if s.image})
+    if not refs:
+        err.print(f"{phase.challenge}/{phase.slug}: no submitted images to preserve")
+    failed = 0
+    with progress_bar() as progress:
+        task = progress.add_task("preserving", total=len(refs))
+        for ref in refs:
+            try:
+                saved = preserve_image(ref, executor=executor, folder=folder)
+                line = f"[green]saved[/] {escape(ref)}" if saved else f"[dim]kept[/] {escape(ref)} (saved before)"
+            except (ChallengeError, OSError) as exc:
+                failed += 1
+                line = f"[red]error[/] {escape(ref)}: {escape(str(exc))}"
+            progress.advance(task)
+            progress.console.print(line, markup=True, highlight=False)
+    return failed
+
+
+def _submissions(store: Store, phase: Phase) -> list[Submission]:
+    found = []
+    for path in sorted((store.paths.submissions(phase.challenge) / phase.slug).glob("*/*.yml")):
+        with contextlib.suppress(ModelError):  # an invalid file is `check`'s business
+            found.append(store.submission(path))
+    return found
