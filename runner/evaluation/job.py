@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from runner import __version__
 from runner.evaluation import grand_challenge as gc
+from runner.evaluation import training
 from runner.evaluation.archives import archive_image
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
@@ -123,7 +124,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
         submission=submission.id, status="failed" if job.error else "succeeded",
         created_at=_iso(created), started_at=_iso(started), finished_at=_iso(_now()),
         metrics=job.metrics, error=job.error, algorithm=job.runs.get("algorithm"),
-        evaluation=job.runs.get("evaluation"),
+        evaluation=job.runs.get("evaluation"), training=job.runs.get("training"),
         logs=job.logs if phase.give_algorithm_editors_job_view_permissions else None,
         runner_version=__version__,
         details=details_of(submission),  # the site lists title and links without reading submission files
@@ -146,11 +147,17 @@ class _Job:
         self.error: str | None = None
         self.gpu: str | None = None  # what a GPU phase's algorithm got: its GPU(s), or the CPU fallback
         self.ref = ""  # the algorithm as submitted: an image reference or an archive's URL
+        self.model: training.Trained | None = None  # training phases: what the predict runs mount
 
     def run(self, store: Store, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
-            if self.submission.image or self.submission.image_archive:
-                self.runs["algorithm"] = self._algorithm(inputs)
+            if self.phase.submission_kind == "training":
+                self.ref, image_id = self._algorithm_image()
+                self.runs["training"] = self._train(image_id)
+                self.runs["algorithm"] = self._algorithm(inputs, image_id)
+            elif self.submission.image or self.submission.image_archive:
+                self.ref, image_id = self._algorithm_image()
+                self.runs["algorithm"] = self._algorithm(inputs, image_id)
             else:
                 unpack_predictions(_predictions_file(self.submission, store), self.predictions,
                                    sha256=self.submission.predictions_sha256 or "")
@@ -164,8 +171,7 @@ class _Job:
 
     # --- algorithm ---------------------------------------------------------------------------
 
-    def _algorithm(self, inputs: Path) -> RunRecord:
-        self.ref, image_id = self._algorithm_image()
+    def _algorithm(self, inputs: Path, image_id: str) -> RunRecord:
         ref, runs = self.ref, self._plan(inputs)
         measured: dict[str, dict[str, Any]] = {}
         per_case = runs[0].name is not None
@@ -184,6 +190,26 @@ class _Job:
         if self.phase.evaluation_interface == "grand-challenge":
             (self.predictions / gc.PREDICTIONS).write_text(json.dumps(self.jobs, indent=2))
         return self._fold(ref, image_id, measured, per_case=per_case)
+
+    def _train(self, image_id: str) -> RunRecord:
+        """Type 3: the image trained on the hidden training data (resumed, or reused when done);
+        the predict runs then mount its model read-only."""
+        phase, root = self.phase, self.config.training_dir or self.tmp / "training"
+        self._gpus(phase.training.gpus)  # the record says which GPU(s) it trained on
+        folder = training.TrainingFolder(root.joinpath(*self.submission.key.split("/")))
+        job = training.TrainingRun(
+            phase=phase, image_ref=self.ref, image_id=image_id, data=self.config.training_data(phase),
+            folder=folder, spec=self._spec, run=lambda spec, area: self._contained(spec, area, "training"),
+            collect=lambda area, target: self._collect(area, target, "Training",
+                                                       limits=OutputLimits(max_bytes=phase.training.output)),
+            gpu=self.gpu)
+        try:
+            with self._area(phase.training) as area:
+                self.model = training.train(job, area)
+        finally:  # every attempt's log, resumes included (a debugging phase shows them to the participant)
+            if folder.log.is_file():
+                self._keep_logs("training", folder.log.read_text(errors="replace"))
+        return self.model.record
 
     def _algorithm_image(self) -> tuple[str, str]:
         """The submitted reference (image or archive URL) and the local image ID to run."""
@@ -216,7 +242,9 @@ class _Job:
         """Measurements of one run, its outputs collected and placed for the evaluation; reused from
         the cache if this image already ran on exactly this input."""
         produced = _writable(self.tmp / "produced" / (run.pk if run.name else "batch"))
-        key = OutputCache.key(image_id, run.inputs) if self.cache else ""
+        # A trained model is part of what ran: the same image with another model is another algorithm.
+        model = f"{image_id}+model:{self.model.record.model_sha256}" if self.model else image_id
+        key = OutputCache.key(model, run.inputs) if self.cache else ""
         cached = self.cache.get(key, produced) if self.cache else None
         measured = {**cached, "reused": True} if cached is not None else self._contained_run(area, image_id, run,
                                                                                             produced)
@@ -231,8 +259,10 @@ class _Job:
         if nested_paths(phase.algorithm_input_path, phase.algorithm_output_path):
             raise RunnerError(f"phase {phase.challenge}/{phase.slug}: algorithm_input_path and algorithm_output_path "
                               "must be separate folders")
-        spec = self._spec(image_id, (Mount(run.inputs, phase.algorithm_input_path),), limits, gpus=limits.gpus,
-                          command=phase.algorithm_command, output_path=phase.algorithm_output_path)
+        mounts = (Mount(run.inputs, phase.algorithm_input_path),
+                  *((Mount(self.model.model, phase.model_path),) if self.model else ()))
+        spec = self._spec(image_id, mounts, limits, gpus=limits.gpus, command=phase.algorithm_command,
+                          output_path=phase.algorithm_output_path)
         outcome = self._contained(spec, area, "algorithm" if run.name is None else f"algorithm-{run.name}")
         measured = _measured(outcome, run)
         if not outcome.ok:

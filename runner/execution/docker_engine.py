@@ -34,7 +34,16 @@ from runner.execution.measure import (
     memory_reader,
 )
 from runner.execution.outputs import OutputLimits, extract_tar
-from runner.execution.sandbox import NOBODY, Log, Outcome, OutputArea, RunSpec, SandboxError, process_alive
+from runner.execution.sandbox import (
+    NOBODY,
+    WATCH_INTERVAL_S,
+    Log,
+    Outcome,
+    OutputArea,
+    RunSpec,
+    SandboxError,
+    process_alive,
+)
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
 OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
@@ -389,14 +398,15 @@ class DockerEngine:
         with Sampler(memory_reader(container.id), MEMORY_INTERVAL_S) as memory, Sampler(gpu, GPU_INTERVAL_S) as gpus:
             started = time.monotonic()
             container.start()
-            exit_code, timed_out = _wait(container, spec.time_limit)
+            exit_code, timed_out, stopped = _wait(container, spec)
             wall = time.monotonic() - started
         container.reload()
         return Outcome(
             exit_code=exit_code,
             wall_time_s=round(wall, 3),
             timed_out=timed_out,
-            oom_killed=bool(container.attrs["State"].get("OOMKilled")) and not timed_out,
+            stopped=stopped,
+            oom_killed=bool(container.attrs["State"].get("OOMKilled")) and not timed_out and not stopped,
             stderr_tail=_tail(container, stderr=True),
             stdout_tail=_tail(container, stderr=False),
             peak_memory_bytes=max(memory.samples, default=None),
@@ -431,14 +441,25 @@ def _removed(remove: Callable[..., None], **kwargs) -> int:
         raise
 
 
-def _wait(container, time_limit: float) -> tuple[int | None, bool]:
-    """The exit code, and whether the time limit was reached (then the container is killed)."""
-    try:
-        return container.wait(timeout=time_limit).get("StatusCode"), False
-    except requests.exceptions.RequestException:
+def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
+    """The exit code, whether the time limit was reached, and why the watch stopped it (the container
+    is killed in both cases). Without a watch it is one blocking wait, the common case's only cost."""
+    started = time.monotonic()
+    while True:
+        left = spec.time_limit - (time.monotonic() - started)
+        try:
+            if left > 0:
+                step = left if spec.watch is None else min(left, WATCH_INTERVAL_S)
+                return container.wait(timeout=step).get("StatusCode"), False, None
+        except requests.exceptions.RequestException:
+            pass
+        ran = time.monotonic() - started
+        reason = spec.watch(ran) if spec.watch is not None else None
+        if reason is None and ran < spec.time_limit:
+            continue
         with contextlib.suppress(docker.errors.APIError):  # it may have ended meanwhile
             container.kill()
-        return container.wait(timeout=30).get("StatusCode"), True
+        return container.wait(timeout=30).get("StatusCode"), reason is None, reason
 
 
 def _tail(container, *, stderr: bool) -> list[str]:

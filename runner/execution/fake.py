@@ -226,7 +226,10 @@ class FakeExecutor:
         started = time.monotonic()
         time.sleep(min(behaviour.sleep_s, spec.time_limit))
         fits = _write(behaviour, spec, output) if isinstance(output, FakeOutputArea) else True
-        return _outcome(behaviour, spec, no_space=not fits, elapsed=round(time.monotonic() - started, 3))
+        outcome = _outcome(behaviour, spec, no_space=not fits, elapsed=round(time.monotonic() - started, 3))
+        if spec.watch is not None:  # once, when it has written everything it will
+            outcome.stopped = spec.watch(outcome.wall_time_s)
+        return outcome
 
     def _refuse(self, spec: RunSpec) -> None:
         if spec.image not in self.scripts:

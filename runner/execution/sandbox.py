@@ -30,6 +30,10 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 Log = Callable[[str], None]
+# Called while a container runs with the seconds it has run; a reason returned stops it (training:
+# its checkpoints grew past their cap). Also where a long run records how far it got.
+Watch = Callable[[float], str | None]
+WATCH_INTERVAL_S = 5.0
 
 
 class SandboxError(ChallengeError):
@@ -66,6 +70,7 @@ class RunSpec:
     gpus: tuple[str, ...] = ()
     job: str | None = None
     output_path: str = "/output"  # where the output area is mounted in this run (FLARE: /workspace/outputs)
+    watch: Watch | None = None  # called about every WATCH_INTERVAL_S while it runs
 
 
 @dataclass
@@ -81,13 +86,16 @@ class Outcome:
     peak_memory_bytes: int | None = None
     gpu: GpuUsage | None = None
     logs: str = ""
+    stopped: str | None = None  # why the runner's watch stopped it
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+        return self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.stopped
 
     def error_line(self, time_limit: float) -> str | None:
         """The one line a participant sees, as grand-challenge shows it."""
+        if self.stopped:
+            return self.stopped
         if self.timed_out:
             return f"The container exceeded its time limit of {time_limit:g} s and was stopped"
         if self.oom_killed or (self.exit_code == 137 and not self.stderr_tail):

@@ -53,7 +53,8 @@ def test_a_broken_phase_is_reported_at_the_phase_only(repo, capsys):
     write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
     code, lines, err = run_check(repo, capsys)
     assert (code, lines, err.strip()) == (
-        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions, training"], "1 problem found")
+        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions, training"],
+        "1 problem found")
 
 
 def test_every_file_and_every_problem_in_one_run(repo, capsys):
@@ -114,7 +115,7 @@ def test_a_submission_must_fit_its_phase(repo, capsys):
     code, lines, _ = run_check(repo, capsys)
     assert code == 1
     assert lines == [f"{sub}:2: image: phase 'predictions' takes a predictions file, not an image",
-                     f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' (phases: final-test, predictions)"]
+                     f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' (phases: final-test, new-scanner, predictions)"]
 
 
 def test_every_phase_needs_an_evaluation_container(repo, capsys):
@@ -122,7 +123,7 @@ def test_every_phase_needs_an_evaluation_container(repo, capsys):
     dockerfile = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     dockerfile.unlink()
     assert run_check(repo, capsys) == (1, [
-        f"{dockerfile}: is missing, and phases final-test, predictions set no evaluation_image: add the evaluation "
+        f"{dockerfile}: is missing, and phases final-test, new-scanner, predictions set no evaluation_image: add the evaluation "
         "container's Dockerfile, or set evaluation_image"], "1 problem found\n")
     phase = phase_file(repo)
     phase.write_text(phase.read_text() + f"evaluation_image: ghcr.io/org/eval@{DIGEST}\n")

@@ -133,7 +133,8 @@ def test_check_command_reports_every_problem_and_fails(repo, capsys):
     code = main(["--root", str(repo), "check"])
     printed = capsys.readouterr()
     assert code == 1
-    assert f"{bad_phase}:2: submission_kind: 'algorithms' is not one of: algorithm, predictions, training" in printed.out
+    kinds = "algorithm, predictions, training"
+    assert f"{bad_phase}:2: submission_kind: 'algorithms' is not one of: {kinds}" in printed.out
     assert "carol/v1.yml:2: image:" in printed.out
     assert "2 problems found" in printed.err
 

@@ -1,0 +1,230 @@
+"""Type 3: a participant's image trained on hidden training data, within one time budget across restarts.
+
+Each training submission has a folder on the runner (`RunnerConfig.training_dir/<submission key>/`)
+that outlives the runner process:
+
+- `state.json`: the image, the seconds of training spent so far, how many times it started, and
+  whether it is still training, trained or failed;
+- `checkpoints/`: mounted read-write at the phase's `checkpoint_path`. A runner that dies leaves it
+  as it was, and the next one starts the train command again with it, charging the time already
+  spent, so training resumes instead of starting over;
+- `model/` and `model.sha256`: the model the training wrote into its size-limited model folder,
+  mounted read-only into the predict runs, and its hash, kept for the organizers;
+- `training.log`: every attempt's full log, for the organizers.
+
+The time spent is written every `WATCH_INTERVAL_S` while training runs. When a runner dies, its
+container may go on training until the next runner removes it; what it could still gain from that is
+in the checkpoints, so a resume also charges up to the last change there (ctime, which a container
+cannot set back).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
+from runner.execution.images import tree_hash
+from runner.execution.sandbox import Mount, Outcome, OutputArea, RunSpec, last_line
+from runner.tree.model import Phase, RunRecord
+
+STATE = "state.json"
+Status = Literal["training", "trained", "failed"]
+
+
+@dataclass(frozen=True)
+class TrainingState:
+    """What a runner knows of one submission's training, saved after every change."""
+
+    image_id: str
+    used_s: float = 0.0  # seconds of training charged so far, resumes included
+    attempts: int = 0  # how many times the train command started
+    status: Status = "training"
+    heartbeat_at: float = 0.0  # wall clock (epoch seconds) when used_s was last written
+    model_sha256: str | None = None
+    peak_memory_bytes: int | None = None
+    gpu_memory_max_bytes: int | None = None
+    last_line: str | None = None
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A trained model: the folder the predict runs mount, and the training's record."""
+
+    model: Path
+    record: RunRecord
+
+
+class TrainingFolder:
+    """The runner's folder for one submission's training (see the module's docstring)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.checkpoints, self.model, self.log = root / "checkpoints", root / "model", root / "training.log"
+
+    def load(self) -> TrainingState | None:
+        try:
+            return TrainingState(**json.loads((self.root / STATE).read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError) as exc:
+            raise RunnerError(f"training state {self.root / STATE} cannot be read ({exc}): remove that folder to "
+                              "train this submission from the start") from None
+
+    def save(self, state: TrainingState) -> TrainingState:
+        """Written whole to a temporary file, then renamed: a runner killed mid-write leaves the old state."""
+        temporary = self.root / f".{STATE}.{os.getpid()}"
+        temporary.write_text(json.dumps(asdict(state)))
+        os.replace(temporary, self.root / STATE)
+        return state
+
+    def reset(self, image_id: str) -> TrainingState:
+        """A fresh start: no checkpoints, no model, no time spent."""
+        for path in (self.checkpoints, self.model):
+            shutil.rmtree(path, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.checkpoints.mkdir()
+        self.checkpoints.chmod(0o777)  # the container's unprivileged user writes here
+        (self.root / "model.sha256").unlink(missing_ok=True)
+        return self.save(TrainingState(image_id=image_id))
+
+    def checkpoint_bytes(self) -> int:
+        return sum(p.lstat().st_size for p in self.checkpoints.rglob("*"))
+
+    def last_change(self) -> float:
+        """The latest ctime under checkpoints/: when the container last wrote there."""
+        return max((p.lstat().st_ctime for p in (self.checkpoints, *self.checkpoints.rglob("*"))), default=0.0)
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """What one training needs from the job around it."""
+
+    phase: Phase
+    image_ref: str
+    image_id: str
+    data: Path
+    folder: TrainingFolder
+    spec: Callable[..., RunSpec]  # the job's RunSpec factory (limits, runtime, GPUs, job label)
+    run: Callable[[RunSpec, OutputArea], Outcome]  # runs a container into the model area, keeping its logs
+    collect: Callable[[OutputArea, Path], None]  # the model area's files into a folder (SubmissionFailure if unsafe)
+    gpu: str | None = None
+
+
+def train(job: TrainingRun, area: OutputArea) -> Trained:
+    """The trained model: reused when this image already trained here, resumed when a runner stopped
+    it, else trained from the start. ContainerFailed when the training fails."""
+    folder, budget = job.folder, job.phase.training.time_limit
+    state = folder.load()
+    if state is None or state.image_id != job.image_id or state.status == "failed" or (
+            state.status == "trained" and not _model_intact(folder, state)):
+        state = folder.reset(job.image_id)  # a failed training asked to run again starts over
+    elif state.status == "training" and state.attempts:
+        state = folder.save(replace(state, used_s=_charged(state, folder)))
+    if state.status == "trained":
+        return Trained(folder.model, _record(job, state))
+    if state.used_s >= budget:
+        raise _failed(job, folder.save(replace(state, status="failed")), _over_budget(budget))
+    outcome = _attempt(job, state, area)
+    return _finish(job, outcome, area)
+
+
+def _attempt(job: TrainingRun, state: TrainingState, area: OutputArea) -> Outcome:
+    """One start of the train command, with what is left of the budget; the time spent is written as it goes."""
+    folder, phase = job.folder, job.phase
+    spent = state.used_s
+    state = job.folder.save(replace(state, attempts=state.attempts + 1, heartbeat_at=time.time()))
+    cap = phase.checkpoint_max_size
+
+    def watch(ran: float) -> str | None:
+        folder.save(replace(state, used_s=spent + ran, heartbeat_at=time.time()))
+        if folder.checkpoint_bytes() > cap:
+            return f"Training was stopped: its checkpoints exceeded {cap // 1024**2} MiB ({phase.checkpoint_path})"
+        return None
+
+    mounts = (Mount(job.data, phase.training_input_path), Mount(folder.checkpoints, phase.checkpoint_path, False))
+    spec = replace(job.spec(job.image_id, mounts, phase.training, gpus=phase.training.gpus,
+                            command=phase.training_command, output_path=phase.model_path),
+                   time_limit=phase.training.time_limit - spent, watch=watch)
+    outcome = job.run(spec, area)
+    with folder.log.open("a") as log:
+        log.write(f"--- attempt {state.attempts} (after {spent:.1f} s of training) ---\n{outcome.logs}\n")
+    folder.save(replace(state, used_s=spent + outcome.wall_time_s, heartbeat_at=time.time(),
+                        exit_code=outcome.exit_code, last_line=last_line(outcome.stderr_tail),
+                        peak_memory_bytes=_peak(state.peak_memory_bytes, outcome.peak_memory_bytes),
+                        gpu_memory_max_bytes=_peak(state.gpu_memory_max_bytes,
+                                                   outcome.gpu.max_bytes if outcome.gpu else None)))
+    return outcome
+
+
+def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
+    """The model collected and hashed, or the training failed with the reason a participant sees."""
+    folder, phase = job.folder, job.phase
+    state = folder.load() or TrainingState(image_id=job.image_id)
+    over = folder.checkpoint_bytes() > phase.checkpoint_max_size
+    if outcome.timed_out or (outcome.ok and over):
+        reason = _over_budget(phase.training.time_limit) if outcome.timed_out else (
+            f"Training failed: its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB")
+        raise _failed(job, folder.save(replace(state, status="failed")), reason)
+    if not outcome.ok:
+        line = outcome.error_line(phase.training.time_limit) or ""
+        raise _failed(job, folder.save(replace(state, status="failed")), f"Training failed: {line}")
+    shutil.rmtree(folder.model, ignore_errors=True)
+    try:
+        job.collect(area, folder.model)
+    except SubmissionFailure as failure:
+        raise _failed(job, folder.save(replace(state, status="failed")), failure.reason) from None
+    if not any(p.is_file() for p in folder.model.rglob("*")):
+        raise _failed(job, folder.save(replace(state, status="failed")),
+                      f"Training failed: it wrote no model into {phase.model_path}")
+    _readable(folder.model)
+    digest = tree_hash(folder.model)
+    (folder.root / "model.sha256").write_text(f"{digest}\n")
+    state = folder.save(replace(state, status="trained", model_sha256=digest))
+    return Trained(folder.model, _record(job, state))
+
+
+def _charged(state: TrainingState, folder: TrainingFolder) -> float:
+    """Time spent before a runner died: what it wrote down, plus what its container may have gained
+    since (up to the last change to the checkpoints)."""
+    since = min(time.time(), folder.last_change()) - state.heartbeat_at
+    return state.used_s + max(0.0, since)
+
+
+def _model_intact(folder: TrainingFolder, state: TrainingState) -> bool:
+    return folder.model.is_dir() and tree_hash(folder.model) == state.model_sha256
+
+
+def _record(job: TrainingRun, state: TrainingState) -> RunRecord:
+    return RunRecord(image=job.image_ref, image_id=job.image_id, exit_code=state.exit_code,
+                     wall_time_s=round(state.used_s, 3), timed_out=state.used_s >= job.phase.training.time_limit,
+                     peak_memory_bytes=state.peak_memory_bytes, gpu_memory_max_bytes=state.gpu_memory_max_bytes,
+                     last_line=state.last_line, resumes=max(0, state.attempts - 1), model_sha256=state.model_sha256,
+                     gpu=job.gpu)
+
+
+def _failed(job: TrainingRun, state: TrainingState, reason: str) -> ContainerFailed:
+    return ContainerFailed(reason, "training", _record(job, state))
+
+
+def _over_budget(budget: int) -> str:
+    return f"Training exceeded its time budget of {budget} s (resumes included) and was stopped"
+
+
+def _peak(first: int | None, second: int | None) -> int | None:
+    values = [v for v in (first, second) if v is not None]
+    return max(values) if values else None
+
+
+def _readable(folder: Path) -> None:
+    """The predict runs' unprivileged user reads the model (mounted read-only)."""
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
