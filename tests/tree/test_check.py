@@ -115,7 +115,8 @@ def test_a_submission_must_fit_its_phase(repo, capsys):
     code, lines, _ = run_check(repo, capsys)
     assert code == 1
     assert lines == [f"{sub}:2: image: phase 'predictions' takes a predictions file, not an image",
-                     f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' (phases: final-test, new-scanner, predictions)"]
+                     f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' "
+                     "(phases: final-test, new-scanner, predictions)"]
 
 
 def test_every_phase_needs_an_evaluation_container(repo, capsys):
@@ -123,11 +124,12 @@ def test_every_phase_needs_an_evaluation_container(repo, capsys):
     dockerfile = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     dockerfile.unlink()
     assert run_check(repo, capsys) == (1, [
-        f"{dockerfile}: is missing, and phases final-test, new-scanner, predictions set no evaluation_image: add the evaluation "
-        "container's Dockerfile, or set evaluation_image"], "1 problem found\n")
+        f"{dockerfile}: is missing, and phases final-test, new-scanner, predictions set no evaluation_image: add the "
+        "evaluation container's Dockerfile, or set evaluation_image"], "1 problem found\n")
     phase = phase_file(repo)
     phase.write_text(phase.read_text() + f"evaluation_image: ghcr.io/org/eval@{DIGEST}\n")
-    assert run_check(repo, capsys)[1][0].startswith(f"{dockerfile}: is missing, and phase predictions sets no ")
+    assert run_check(repo, capsys)[1][0].startswith(f"{dockerfile}: is missing, and phases new-scanner, predictions "
+                                                    "set no ")
 
 
 def test_a_parent_and_combined_phases_must_exist(repo, capsys):

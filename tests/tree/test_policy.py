@@ -47,6 +47,7 @@ def test_a_blind_phase_shows_its_scores_once_closed(phase):
 
 def test_phases_come_in_the_order_participants_meet_them(repo):
     phases = repo / "challenges" / CHALLENGE / "phases"
+    (phases / "new-scanner.yml").unlink()
     text = (phases / f"{PHASE}.yml").read_text()
     # A qualifying phase opens in March, its final phase (the child) in February, a sanity check in January.
     for slug, opens, parent in (("qualifying", "2026-03-01", None), ("final", "2026-02-01", "qualifying"),
