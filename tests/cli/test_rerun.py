@@ -1,0 +1,129 @@
+"""`challenge rerun` and `challenge preserve`: ranks from the leaderboard the site shows, withheld
+phases ranked with an organizer's key only, and the example challenge's living benchmark run for
+real (final-test's algorithms on the new scanner's data), twice, evaluating nothing twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from runner.cli import main
+from runner.cli.reruns import carry
+from runner.evaluation.archives import preserved_archive
+from runner.evaluation.reruns import Choice
+from runner.tree.records import Keys
+from runner.tree.sealing import identities, new_identity
+from runner.tree.store import Store
+from tests.evaluation.test_challenges_examples import submit_example
+from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
+
+TARGET = "new-scanner"
+
+
+def carried_files(repo) -> dict[str, str]:
+    folder = repo / "challenges" / CHALLENGE / "submissions" / TARGET
+    return {f"{p.parent.name}/{p.stem}": yaml.safe_load(p.read_text())["description"]
+            for p in sorted(folder.glob("*/*.yml"))}
+
+
+def test_top_n_follows_the_leaderboard_with_ties_and_leaves_out_exclusions(repo):
+    for participant, dice in (("alice", 0.9), ("bob", 0.8), ("carol", 0.8), ("dave", 0.7), ("erin", 0.95)):
+        add_result(repo, participant, "v1", dice)
+    add_result(repo, "frank", "v1", None, status="failed", error="Algorithm failed: boom")
+    exclusions = repo / "challenges" / CHALLENGE / "exclusions" / f"{PHASE}.yml"
+    exclusions.parent.mkdir()
+    exclusions.write_text("- result: erin/v1\n  reason: a second account of alice\n")
+
+    carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 2))
+    assert carried_files(repo) == {
+        "alice/v1": "Re-run of final-test result alice/v1 (rank 1 in final-test).",
+        "bob/v1": "Re-run of final-test result bob/v1 (rank 2 in final-test).",
+        "carol/v1": "Re-run of final-test result carol/v1 (rank 2 in final-test).",
+    }
+    carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("all"))
+    assert sorted(carried_files(repo)) == ["alice/v1", "bob/v1", "carol/v1", "dave/v1"]  # no erin, no frank
+
+
+def test_a_blind_phase_is_ranked_with_an_organizers_key_only(repo, tmp_path, capsys):
+    secret, public = new_identity()
+    (tmp_path / "organizer.key").write_text(secret)
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=[public])
+    edit_yaml(phase_file(repo), blind=True)  # closes 2027-12-31: scores withheld until then
+    add_result(repo, "alice", "v1", 0.6)
+    add_result(repo, "bob", "v1", 0.9)
+    shutil.rmtree(repo / "build" / "withheld")  # an organizer's clone: the public records and the sealed ones
+
+    args = ["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--best",
+            "--data-root", str(tmp_path)]
+    assert main(args) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: ellipsoid-segmentation/final-test: the scores of 2 result(s) are withheld (scores withheld until "
+        "2027-12-31 23:59 UTC); pass --identity with an organizer's key to rank them")
+    assert carried_files(repo) == {}
+
+    keys = Keys(identities=tuple(identities([secret])))
+    carry(Store(repo, keys=keys), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 1))
+    assert carried_files(repo) == {"bob/v1": "Re-run of final-test result bob/v1 (rank 1 in final-test)."}
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("predictions", "error: ellipsoid-segmentation/new-scanner takes predictions files, which cannot run on other "
+                    "data; only algorithm and training phases can be re-run"),
+    ("training", "error: ellipsoid-segmentation: 'final-test' takes algorithm submissions but 'new-scanner' takes "
+                 "training; a rerun needs the same submission_kind"),
+])
+def test_phases_that_cannot_be_carried_are_one_line_errors(repo, tmp_path, capsys, kind, message):
+    add_result(repo, "alice", "v1", 0.6)
+    edit_yaml(phase_file(repo, TARGET), submission_kind=kind)
+    assert main(["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--all",
+                 "--data-root", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == message
+    assert carried_files(repo) == {}
+
+
+def test_top_takes_a_positive_number(repo, capsys):
+    with pytest.raises(SystemExit):
+        main(["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--top", "0"])
+    assert "'0' is not a whole number of 1 or more" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_the_living_benchmark_runs_for_real_and_resumes(repo, engine, base_image, data_root, capsys):
+    for name in ("baseline", "smoothed", "no-output"):  # an image, an image archive, one that fails
+        submit_example(repo, CHALLENGE, name, engine=engine, base=base_image)
+    runner = ["--data-root", str(data_root), "--allow-local-images", "--base-image", base_image]
+    assert main(["--root", str(repo), "evaluate", "--pending", *runner]) == 0
+    preserved = repo / "build" / "preserved"
+    assert main(["--root", str(repo), "preserve", CHALLENGE, "--phase", PHASE]) == 0
+    submitted = [yaml.safe_load(p.read_text()) for p in (repo / "challenges" / CHALLENGE / "submissions" / PHASE).glob(
+        "*/*.yml")]
+    images = [s["image"] for s in submitted if "image" in s]
+    assert len(images) == 2 and all(preserved_archive(preserved, ref).is_file() for ref in images)
+
+    capsys.readouterr()
+    rerun = ["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--all", *runner]
+    assert main(rerun) == 0
+    results = repo / "challenges" / CHALLENGE / "results"
+    made = {p.relative_to(results / TARGET).as_posix(): json.loads(p.read_text())
+            for p in sorted((results / TARGET).glob("*/*.json"))}
+    assert sorted(made) == ["alice/smoothed-v1.json", "organizers/threshold-baseline.json"]  # the failed one stays
+    assert {r["status"] for r in made.values()} == {"succeeded"}
+    smoothed = made["alice/smoothed-v1.json"]
+    assert smoothed["details"]["title"] == "5x5x5 mean filter, then threshold"
+    assert smoothed["details"]["description"] == "Re-run of final-test result alice/smoothed-v1 (rank 1 in final-test)."
+    before = json.loads((results / PHASE / "alice" / "smoothed-v1.json").read_text())
+    dice = [r["metrics"]["aggregates"]["dice"]["mean"] for r in (before, smoothed)]
+    assert dice[1] < dice[0]  # the new scanner is harder: the living benchmark shows it
+
+    # Both again: everything is there, nothing is evaluated twice.
+    stamps = {p: p.stat().st_mtime_ns for p in (results / TARGET).glob("*/*.json")}
+    capsys.readouterr()
+    assert main(rerun) == 0
+    assert main(["--root", str(repo), "preserve", CHALLENGE, "--phase", PHASE]) == 0
+    printed = capsys.readouterr()
+    assert "nothing to evaluate" in printed.out
+    assert printed.err.count("kept") == 4  # two submission files, two archives
+    assert {p: p.stat().st_mtime_ns for p in (results / TARGET).glob("*/*.json")} == stamps
