@@ -168,14 +168,8 @@ def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
     """The model collected and hashed, or the training failed with the reason a participant sees."""
     folder, phase = job.folder, job.phase
     state = folder.load() or TrainingState(image_id=job.image_id)
-    over = folder.checkpoint_bytes() > phase.checkpoint_max_size
-    if outcome.timed_out or (outcome.ok and over):
-        reason = _over_budget(phase.training.time_limit) if outcome.timed_out else (
-            f"Training failed: its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB")
+    if reason := _failure(outcome, phase, folder):
         raise _failed(job, folder.save(replace(state, status="failed")), reason)
-    if not outcome.ok:
-        line = outcome.error_line(phase.training.time_limit) or ""
-        raise _failed(job, folder.save(replace(state, status="failed")), f"Training failed: {line}")
     shutil.rmtree(folder.model, ignore_errors=True)
     try:
         job.collect(area, folder.model)
@@ -189,6 +183,19 @@ def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
     (folder.root / "model.sha256").write_text(f"{digest}\n")
     state = folder.save(replace(state, status="trained", model_sha256=digest))
     return Trained(folder.model, _record(job, state))
+
+
+def _failure(outcome: Outcome, phase: Phase, folder: TrainingFolder) -> str | None:
+    """Why this training failed, as its participant reads it; None if it did not."""
+    if outcome.stopped:
+        return outcome.stopped
+    if outcome.timed_out:
+        return _over_budget(phase.training.time_limit)
+    if not outcome.ok:
+        return f"Training failed: {outcome.error_line(phase.training.time_limit) or ''}"
+    if folder.checkpoint_bytes() > phase.checkpoint_max_size:  # written after the last look
+        return f"Training failed: its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB"
+    return None
 
 
 def _charged(state: TrainingState, folder: TrainingFolder) -> float:
