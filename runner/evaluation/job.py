@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from runner import __version__
 from runner.evaluation import grand_challenge as gc
 from runner.evaluation import training
-from runner.evaluation.archives import archive_image
+from runner.evaluation.archives import archive_image, load_preserved
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
@@ -222,7 +222,15 @@ class _Job:
         ref = self.submission.image or ""
         if why := image_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
-        return ref, self._image_id(ref, "Algorithm image could not be used")
+        try:
+            return ref, self._image_id(ref, "Algorithm image could not be used")
+        except (SubmissionFailure, RunnerError):
+            # Gone upstream or unreachable: the archive this runner preserved of it (`challenge preserve`), if any.
+            kept = self.config.preserved_dir and load_preserved(ref, executor=self.executor,
+                                                                folder=self.config.preserved_dir)
+            if not kept:
+                raise
+            return ref, kept
 
     def _plan(self, inputs: Path) -> list[Run]:
         """The runs: the whole input at once (batch), or the cases in order, `cases_per_run` at a time.

@@ -12,11 +12,13 @@ import io
 import json
 import zipfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from runner.errors import Retry
+from runner.evaluation.archives import preserve_image
 from runner.evaluation.job import GROUND_TRUTH, RunnerConfig
 from runner.evaluation.queue import EVALKIT, JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
@@ -671,3 +673,15 @@ def test_declared_grand_challenge_outputs_are_checked_after_each_run(repo, fake,
     result = result_of(repo)
     assert result.error.startswith(f"Algorithm output refused on case case-000: {reason}")
     assert result.algorithm.wall_time_s == 3.0 and result.algorithm.exit_code == 0 and len(fake.runs) == 1
+
+
+def test_an_image_gone_upstream_runs_from_the_archive_this_runner_preserved(repo, fake, config, tmp_path):
+    image = submit(repo, fake, Behaviour(write=threshold))
+    kept = tmp_path / "preserved"
+    assert preserve_image(image, executor=fake, folder=kept)
+    del fake.images[image]  # deleted upstream, and gone from this runner
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).status == "failed"  # without the archive: the image cannot be had
+    store = Store(repo)
+    run_jobs(everything(store), store=store, executor=fake, config=replace(config, preserved_dir=kept), rerun=True)
+    assert result_of(repo).status == "succeeded" and fake.loaded
