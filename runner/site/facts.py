@@ -39,7 +39,7 @@ def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase]
     return PhaseFacts(
         phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
         parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
-        form=_form(phase), resources=_resources(phase) if phase.submission_kind == "algorithm" else None,
+        form=_form(phase), resources=_resources(phase) if phase.runs_algorithms else None,
         ranking=ranking, visibility=_visibility(phase), path=path, yaml=example_yaml(phase))
 
 
@@ -81,6 +81,9 @@ def _form(phase: Phase) -> str:
     if phase.submission_kind == "predictions":
         return "a predictions file, pinned by its sha256"
     registries = f", from {' or '.join(phase.allowed_registries)}" if phase.allowed_registries else ""
+    if phase.submission_kind == "training":
+        return (f"a training container image pinned by digest{registries}: the runner trains it on hidden training "
+                f"data (`{' '.join(phase.training_command)}`), then runs it with its model on the hidden test inputs")
     return f"a container image pinned by digest{registries}"
 
 
@@ -89,8 +92,15 @@ def _resources(phase: Phase) -> str:
     runs = "over all cases" if phase.inference_mode != "per-case" else (
         "per case" if phase.cases_per_run == 1 else f"per run of {phase.cases_per_run} cases")
     gpus = plural(limits.gpus, "GPU") if limits.gpus else "no GPU"
-    return (f"{limits.cpus:g} CPU, {size_text(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
+    text = (f"{limits.cpus:g} CPU, {size_text(limits.memory)} memory, {gpus}, {limits.time_limit} s {runs}, "
             f"{size_text(limits.output)} of output; no network")
+    if phase.submission_kind != "training":
+        return text
+    train = phase.training
+    gpus = plural(train.gpus, "GPU") if train.gpus else "no GPU"
+    return (f"training: {train.cpus:g} CPU, {size_text(train.memory)} memory, {gpus}, {train.time_limit} s in all "
+            f"(resumes included), a model of up to {size_text(train.output)} in {phase.model_path}, checkpoints up "
+            f"to {size_text(phase.checkpoint_max_size)} in {phase.checkpoint_path}; then predicting: {text}")
 
 
 def size_text(size: int) -> str:

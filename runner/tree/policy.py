@@ -77,13 +77,14 @@ def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     `display_all_metrics: false`, only the values of the leaderboard's columns are."""
     if not shown.scores:
         return replace(result, metrics=None, logs=None, algorithm=_image_only(result.algorithm),
-                       evaluation=_image_only(result.evaluation), withheld=shown.note)
+                       evaluation=_image_only(result.evaluation), training=_image_only(result.training),
+                       withheld=shown.note)
     if phase.display_all_metrics or result.status != "succeeded":
         return replace(result, logs=None)
     paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
     kept = _only(scored_document(result), paths)
     return replace(result, metrics=kept, logs=None, algorithm=_image_only(result.algorithm),
-                   evaluation=_image_only(result.evaluation),
+                   evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                    withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
 
 

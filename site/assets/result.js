@@ -87,7 +87,7 @@
   function runs(view, result, places) {
     add(view, "p", "Submitted " + result.created_at + ", started " + result.started_at + ", finished " +
       result.finished_at + ".", "result-dates");
-    var present = ["algorithm", "evaluation"].filter(function (k) { return isRecord(result[k]); });
+    var present = ["training", "algorithm", "evaluation"].filter(function (k) { return isRecord(result[k]); });
     if (!present.length) return;
     add(view, "h3", "Containers");
     var fields = [];

@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from runner.tree.policy import visibility, window
+from runner.tree.model import Result, RunRecord
+from runner.tree.policy import public_record, visibility, window
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
 
@@ -55,3 +56,19 @@ def test_phases_come_in_the_order_participants_meet_them(repo):
         body = text.replace("2026-01-01T00:00:00Z", f"{opens}T00:00:00Z")
         (phases / f"{slug}.yml").write_text(body + (f"parent: {parent}\n" if parent else ""))
     assert list(Store(repo).phases(CHALLENGE)) == [PHASE, "sanity", "qualifying", "final"]
+
+
+@pytest.mark.parametrize("changes", [{"blind": True}, {"display_all_metrics": False}])
+def test_a_training_record_is_withheld_with_the_scores(phase, changes):
+    """What training printed last and the model's hash are measurements too: withheld with the scores."""
+    training = RunRecord(image="ghcr.io/a/b@sha256:" + "1" * 64, image_id="sha256:" + "2" * 64, wall_time_s=12.5,
+                         last_line="epoch 8 auc 0.71", model_sha256="3" * 64, resumes=1)
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
+                    created_at="", started_at="", finished_at="", metrics={"aggregates": {"dice": {"mean": 0.5}}},
+                    training=training)
+    shown = phase(submission_kind="training", **changes)
+    public = public_record(result, shown, visibility(shown, now=NOW))
+    assert public.training == RunRecord(image=training.image, image_id=training.image_id)
+    assert "epoch 8" not in public.to_json() and "3" * 64 not in public.to_json()
+    plain = phase(blind=False, display_all_metrics=True)
+    assert public_record(result, plain, visibility(plain, now=NOW)).training == training
