@@ -11,8 +11,10 @@ import re
 import numpy as np
 import pytest
 
+from runner.cli.reruns import carry
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
+from runner.evaluation.reruns import Choice, queue
 from runner.evaluation.training import TrainingFolder
 from runner.execution.images import tree_hash
 from runner.ranking.leaderboard import leaderboard
@@ -92,6 +94,16 @@ def test_final_phase_trains_predicts_scores_and_stops_the_slow_one(repo, engine,
     board = leaderboard(store.phase(SLUG, "final"), store.results(SLUG, "final"))
     assert [(r.participant, r.rank) for r in board.rows] == [("alice", 1), ("bob", 2)]
     assert [r.participant for r in board.failed] == ["carol"]
+
+    # The organizers retrain the top 2 on the retrain phase's data (final's lesions and 400 more), as the demo does.
+    carried = carry(store, SLUG, source="final", target="retrain", choice=Choice("top", 2))
+    config = RunnerConfig(data_root=data_root, training_dir=training_dir, allow_local_images=True)
+    run_jobs(queue(store, carried), store=store, executor=engine, config=config, base=base_image)
+    retrained = {r.participant: r for r in store.results(SLUG, "retrain")}
+    assert sorted(retrained) == ["alice", "bob"] and retrained["alice"].status == "succeeded"
+    assert retrained["alice"].metrics["aggregates"]["auc"] > 0.85 > retrained["bob"].metrics["aggregates"]["auc"]
+    assert retrained["alice"].training.model_sha256 != trained.model_sha256  # trained anew, on more lesions
+    assert retrained["alice"].training.last_line == "trained 300 epochs on 800 lesions"
 
 
 @pytest.mark.docker
