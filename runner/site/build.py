@@ -67,8 +67,9 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
     """Build the staged pages into the site folder with the chosen builder; `strict` turns
     warnings (broken links in organizers' pages) into failures."""
     settings = builder_config(config).name
-    if builder == "mkdocs":
-        cmd = [sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", settings]
+    if builder == "mkdocs":  # MkDocs' own build, redoing only what changed (runner.site.incremental)
+        cache = config.site.with_name(f".{config.site.name}-mkdocs-cache")  # beside the site, never in it
+        cmd = [sys.executable, "-m", "runner.site.incremental", settings, str(cache)]
     elif builder == "zensical":
         exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))
         cmd = [exe, "build", "--clean", "-f", settings]
