@@ -77,6 +77,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         err.print(f"running {submission.image or submission.predictions} in phase {phase.title!r} on {cases} cases "
                   f"from {data}", markup=False)
         config = RunnerConfig(data_root=root, log_dir=scratch / "logs", allow_local_images=True,
+                              training_dir=scratch / "training",
                               runtime=args.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
         result = evaluate(submission, store=store, executor=executor, config=config, evaluation_image=image,
                           on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False))
@@ -186,9 +187,9 @@ def _write(store: Store, scratch: Path, body: dict, *, challenge: str, phase: Ph
 def _data(store: Store, phase: Phase, given: Path | None) -> Path:
     """The folder with inputs/ and ground-truth/ to run on."""
     folder = given or _sample(store, phase.challenge)
-    for part in ("inputs", "ground-truth"):
+    for part in _parts(phase):
         if not (folder / part).is_dir():
-            raise UsageError(f"{folder / part} is not a folder: sample data holds inputs/ and ground-truth/")
+            raise UsageError(f"{folder / part} is not a folder: sample data holds {', '.join(_parts(phase))}")
     if not any((folder / "inputs").iterdir()):
         raise UsageError(f"{folder / 'inputs'} is empty: nothing to run on")
     return folder.resolve()
@@ -220,9 +221,14 @@ def _data_root(scratch: Path, phase: Phase, data: Path) -> Path:
     root = scratch / "data-root"
     folder = root / phase.challenge / phase.slug
     folder.mkdir(parents=True)
-    for part in ("inputs", "ground-truth"):
+    for part in _parts(phase):
         (folder / part).symlink_to(data / part, target_is_directory=True)
     return root
+
+
+def _parts(phase: Phase) -> tuple[str, ...]:
+    """The folders a phase's data holds: a training phase's training data beside the test cases."""
+    return ("inputs", "ground-truth", "training") if phase.submission_kind == "training" else ("inputs", "ground-truth")
 
 
 # --- the report ------------------------------------------------------------------------------------
@@ -242,10 +248,11 @@ def _report(result: Result, phase: Phase, logs: Path) -> int:
     table.add_row(*(fmt(v, places) + (f" ± {fmt(e, places)}" if e is not None else "")
                     for v, e in zip(row.values, row.errors)))
     out.print(table)
-    run = result.algorithm
-    if run is not None and run.wall_time_s is not None:
-        memory = f", peak memory {run.peak_memory_bytes / 1024**2:.0f} MiB" if run.peak_memory_bytes else ""
-        out.print(f"algorithm: {run.wall_time_s:.2f} s{memory}", markup=False)
+    for name, run in (("training", result.training), ("algorithm", result.algorithm)):
+        if run is not None and run.wall_time_s is not None:
+            memory = f", peak memory {run.peak_memory_bytes / 1024**2:.0f} MiB" if run.peak_memory_bytes else ""
+            last = f", last line: {run.last_line}" if name == "training" and run.last_line else ""
+            out.print(f"{name}: {run.wall_time_s:.2f} s{memory}{last}", markup=False)
     if row.rank is None:
         out.print("[yellow]unranked[/]: a ranked column has no value (see the phase's score paths)")
     return 0

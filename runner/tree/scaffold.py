@@ -10,10 +10,10 @@ folder passes `challenge check` and runs in `challenge try` before the organizer
 
 Kinds, in grand-challenge's challenge types: `algorithm` (type 2: participants submit a container
 the runner runs on hidden data), `predictions` (type 1: they run their method on public test
-inputs and submit the outputs), `training` (type 3: their code is trained on hidden data; the
-runner does not run training yet, so its phases evaluate the submitted container as a trained
-algorithm and the page says so), and `metrics` (type 0: data and labels are public, participants
-report their own metrics, which the evaluation checks for shape only: a `self_reported` phase).
+inputs and submit the outputs), `training` (type 3: the runner trains their container on hidden
+training data, then runs it with its model on the hidden test inputs), and `metrics` (type 0: data
+and labels are public, participants report their own metrics, which the evaluation checks for shape
+only: a `self_reported` phase).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Plan:
 PLANS = {
     "algorithm": Plan(2, "algorithm", "container_image", ("sanity-check", "final-test")),
     "predictions": Plan(1, "predictions", "prediction_file", ("validation", "test")),
-    "training": Plan(3, "algorithm", "container_image", ("sanity-check", "final-test")),
+    "training": Plan(3, "training", "container_image", ("sanity-check", "final-test")),
     "metrics": Plan(0, "predictions", "prediction_file", ("validation", "test")),
 }
 
@@ -85,7 +85,8 @@ def _values(slug: str, kind: str, today: dt.date) -> dict[str, str]:
     return {"slug": slug, "name": slug.replace("-", " ").title(), "type": str(plan.type), "kind": kind,
             "submission_kind": plan.submission, "submission_type": plan.submission_type,
             "first": plan.phases[0], "second": plan.phases[1], "first_title": _title(plan.phases[0]),
-            "second_title": _title(plan.phases[1]), "limits": LIMITS if plan.submission == "algorithm" else "",
+            "second_title": _title(plan.phases[1]), "limits": LIMITS_BY_KIND.get(plan.submission, ""),
+            "training_cases": "20" if kind == "training" else "0",
             "self_reported": SELF_REPORTED if kind == "metrics" else "",
             "start": today.isoformat(), "end": (today + dt.timedelta(days=365)).isoformat()}
 
@@ -120,6 +121,9 @@ def files(kind: str) -> dict[str, str]:
     if plan.submission == "algorithm":
         found |= {"submit.md": SUBMIT_ALGORITHM_MD, "examples/baseline/Dockerfile": BASELINE_DOCKERFILE,
                   "examples/baseline/predict.py": BASELINE_ALGORITHM, "examples/baseline/example.yml": EXAMPLE_YML}
+    elif plan.submission == "training":
+        found |= {"submit.md": SUBMIT_TRAINING_MD, "examples/baseline/Dockerfile": BASELINE_DOCKERFILE,
+                  "examples/baseline/predict.py": BASELINE_TRAINING, "examples/baseline/example.yml": EXAMPLE_YML}
     elif kind == "metrics":
         found |= {"submit.md": SUBMIT_METRICS_MD, "examples/baseline/predict.py": BASELINE_METRICS,
                   "evaluation/evaluate.py": EVALUATE_METRICS_PY}
@@ -170,6 +174,20 @@ algorithm_resources:
   gpus: 0
 """
 
+TRAINING_LIMITS = """\
+training_command: train                # the image's entrypoint gets `train`: data in /opt/ml/input/data/training
+algorithm_command: predict             # then `predict`, with its model read-only in /opt/ml/model
+training_time_limit: 600               # seconds of training in all, resumes included
+training_resources:
+  memory: 2g
+  cpus: 1
+  gpus: 0
+  output: 256m                         # the most the model folder may hold
+checkpoint_max_size: 1g                # /opt/ml/checkpoints: kept by the runner, to resume after a restart
+"""
+
+LIMITS_BY_KIND = {"algorithm": LIMITS, "training": TRAINING_LIMITS + LIMITS}
+
 _SCORING = """\
 <<limits>>evaluation_resources:
   time_limit: 120
@@ -192,10 +210,11 @@ self_reported: true                    # the participants' own metrics: checked 
 
 FIRST_PHASE = """\
 # A phase, in grand-challenge's Phase options (field reference: reference.md on the site). The
-# runner reads its hidden data from <data root>/<<slug>>/<<first>>/{inputs,ground-truth}.
+# runner reads its hidden data from <data root>/<<slug>>/<<first>>/{inputs,ground-truth} (and, for
+# training phases, the training data from training/ beside them).
 title: <<first_title>>
 description: A few cases to check your submission end to end before the real test.
-submission_kind: <<submission_kind>>   # algorithm: a container image; predictions: a file of outputs
+submission_kind: <<submission_kind>>   # algorithm or training: a container image; predictions: a file
 <<self_reported>>submissions_open_at: <<start>>T00:00:00Z
 submissions_close_at: <<end>>          # a date alone closes at the end of that day (UTC)
 submissions_limit_per_user_per_period: 5
@@ -231,19 +250,19 @@ Jaccard index beside it. See [Submitting](submit.md).
 <!-- phases -->
 """
 
-NOTES = {"metrics": """
+NOTES = {"training": """
+!!! note "Your code is trained here"
+
+    This is a Type 3 challenge: you submit a training container. The runner trains it on hidden
+    training data, then runs it with the model it wrote on the hidden test cases, and scores the
+    masks. Nobody sees the data: see [Submitting](submit.md) for the contract.
+""", "metrics": """
 !!! note "Self-reported metrics"
 
     This is a Type 0 challenge: the images and their labels are public, so participants compute
     their own Dice and Jaccard per case and submit them, with a link to their code. The evaluation
     checks each file's shape only (every case present, values between 0 and 1, Jaccard consistent
     with Dice); the leaderboard marks the results as self-reported.
-""", "training": """
-!!! warning "Training phases are not run yet"
-
-    This is a Type 3 challenge: in the end, the organizers train each participant's code on hidden
-    training data. The runner does not run training phases yet, so for now each phase evaluates the
-    submitted container as a trained algorithm, exactly as in an algorithm challenge.
 """}
 
 SUBMIT_ALGORITHM_MD = """\
@@ -279,6 +298,48 @@ Push the image to a registry, then open a pull request that adds one file,
 phase: <<first>>
 image: ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>
 title: Threshold at 0.5
+```
+
+Check the file before you push it: `challenge check-submission --author <your login> --base origin/main`.
+"""
+
+SUBMIT_TRAINING_MD = """\
+# Submitting
+
+You submit a training container: one image that trains and predicts. The runner starts it twice,
+with no network, a read-only root filesystem (use `/tmp` for scratch) and an unprivileged user:
+
+1. **Training**: its entrypoint gets `train`. The hidden training data is in
+   `/opt/ml/input/data/training/` (`inputs/case-XXX.npy` images and `ground-truth/case-XXX.npy`
+   masks, read-only). Write your model into `/opt/ml/model/` (size-limited). Training has the
+   phase's time budget in all: if the runner restarts, `train` runs again with what you left in
+   `/opt/ml/checkpoints/`, so save checkpoints there (write, then rename) and resume from them.
+2. **Predicting**: its entrypoint gets `predict`, with your model read-only in `/opt/ml/model/`,
+   the test images in `/input/` and one mask per case to write to `/output/` (same file name,
+   `uint8`, shape `(64, 64)`).
+
+The result shows how long training took, its peak memory and its last line on stderr; in a
+debugging phase you also read your full training log.
+
+## Try it first
+
+`challenge try` trains and runs your image exactly as the runner will, on the public sample cases
+in `data/sample/` (their own training cases included), and writes nothing into the repository:
+
+```bash
+docker build -t my-trainer examples/baseline
+challenge try --phase <<slug>>/<<first>> my-trainer
+```
+
+## Submit
+
+Push the image to a registry, then open a pull request that adds one file,
+`challenges/<<slug>>/submissions/<<first>>/<your GitHub login>/<id>.yml`:
+
+```yaml
+phase: <<first>>
+image: ghcr.io/<you>/<trainer>@sha256:<64 hex digits>
+title: Learned threshold
 ```
 
 Check the file before you push it: `challenge check-submission --author <your login> --base origin/main`.
@@ -369,6 +430,7 @@ MAKE_DATA_PY = '''\
 """Write this challenge's data.
 
     python make_data.py DATA_ROOT        hidden data: DATA_ROOT/<<slug>>/<phase>/{inputs,ground-truth}
+                                         (and training/{inputs,ground-truth} when TRAINING_CASES > 0)
     python make_data.py --sample DIR     public sample cases for `challenge try`: DIR/{inputs,ground-truth}
     python make_data.py --public DIR     each phase's inputs alone (what a predictions challenge publishes)
 
@@ -386,6 +448,7 @@ import numpy as np
 CHALLENGE = "<<slug>>"
 PHASES = {"<<first>>": (3, 101), "<<second>>": (10, 202)}  # phase: (cases, seed)
 SAMPLE = (3, 7)
+TRAINING_CASES = <<training_cases>>  # training phases: labelled cases the runner trains on, never published
 SHAPE = (64, 64)
 NOISE = 0.3
 
@@ -401,6 +464,12 @@ def case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 
 def write(folder: Path, cases: int, seed: int, *, truth: bool = True) -> None:
+    if truth and TRAINING_CASES:
+        write_cases(folder / "training", TRAINING_CASES, seed + 1, truth=True)
+    write_cases(folder, cases, seed, truth=truth)
+
+
+def write_cases(folder: Path, cases: int, seed: int, *, truth: bool) -> None:
     rng = np.random.default_rng(seed)
     (folder / "inputs").mkdir(parents=True, exist_ok=True)
     if truth:
@@ -455,6 +524,49 @@ import numpy as np
 for path in sorted(Path("/input").glob("*.npy")):
     image = np.load(path, allow_pickle=False)
     np.save(Path("/output") / path.name, (image > 0.5).astype(np.uint8))
+'''
+
+BASELINE_TRAINING = '''\
+"""Baseline: learn the threshold halfway between the squares' and the background's mean intensity.
+
+    train     reads /opt/ml/input/data/training/{inputs,ground-truth}, writes /opt/ml/model/model.json
+    predict   reads /input/case-XXX.npy and the model, writes one mask per case to /output
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+TRAINING, MODEL, CHECKPOINTS = Path("/opt/ml/input/data/training"), Path("/opt/ml/model"), Path("/opt/ml/checkpoints")
+
+
+def train() -> None:
+    sums = {"inside": [0.0, 0], "outside": [0.0, 0]}
+    for path in sorted((TRAINING / "inputs").glob("*.npy")):
+        image, mask = np.load(path), np.load(TRAINING / "ground-truth" / path.name) > 0
+        for name, part in (("inside", image[mask]), ("outside", image[~mask])):
+            sums[name][0] += float(part.sum())
+            sums[name][1] += part.size
+    threshold = (sums["inside"][0] / sums["inside"][1] + sums["outside"][0] / sums["outside"][1]) / 2
+    # A long training saves checkpoints as it goes (write, then rename) and starts from the last one.
+    temporary = CHECKPOINTS / "threshold.json.tmp"
+    temporary.write_text(json.dumps({"threshold": threshold}))
+    os.replace(temporary, CHECKPOINTS / "threshold.json")
+    (MODEL / "model.json").write_text(json.dumps({"threshold": threshold}))
+    print(f"learned threshold {threshold:.3f}", file=sys.stderr)
+
+
+def predict() -> None:
+    threshold = json.loads((MODEL / "model.json").read_text())["threshold"]
+    for path in sorted(Path("/input").glob("*.npy")):
+        np.save(Path("/output") / path.name, (np.load(path, allow_pickle=False) > threshold).astype(np.uint8))
+
+
+if __name__ == "__main__":
+    train() if sys.argv[1:] == ["train"] else predict()
 '''
 
 EXAMPLE_YML = """\

@@ -63,7 +63,7 @@ def test_the_challenge_page_shows_the_generated_rules(repo, capsys):
     page = (config.stage / "my-training" / "index.md").read_text()
     assert "<!-- phases -->" not in page and "### Sanity check" in page and "### Final test" in page
     assert "a succeeded result in phase *Sanity check*" in page  # the parent, from the phase file
-    assert "Training phases are not run yet" in page
+    assert "Your code is trained here" in page and "training: 1 CPU" in page
     assert (config.stage / "my-training" / "leaderboard" / "final-test.md").is_file()
 
 
@@ -87,18 +87,21 @@ def test_a_bad_slug_or_an_existing_folder_is_one_line(repo, capsys, slug, messag
 
 
 @pytest.mark.docker
-def test_the_algorithm_baseline_runs_in_try(repo, capsys, engine, base_image):
-    new(repo, "my-algorithm", capsys)
-    image = engine.build(repo / "challenges" / "my-algorithm" / "examples" / "baseline",
-                         name="challenge-test/new-baseline", base=base_image)
-    code = main(["--root", str(repo), "try", "--phase", "my-algorithm/sanity-check", image,
+@pytest.mark.parametrize("kind", ["algorithm", "training"])
+def test_the_algorithm_baseline_runs_in_try(repo, capsys, engine, base_image, kind):
+    """Type 2 runs the baseline; Type 3 trains it on the sample's training cases first."""
+    new(repo, f"my-{kind}", capsys, "--kind", kind)
+    image = engine.build(repo / "challenges" / f"my-{kind}" / "examples" / "baseline",
+                         name=f"challenge-test/new-baseline-{kind}", base=base_image)
+    code = main(["--root", str(repo), "try", "--phase", f"my-{kind}/sanity-check", image,
                  "--base-image", base_image])
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "Dice (mean)" in printed and "Jaccard (mean)" in printed and "nothing was written to results/" in printed
     dice = re.search(r"(\d\.\d{3}) ± \d\.\d{3}", printed)
     assert dice and float(dice.group(1)) > 0.5, printed  # the threshold finds most of the squares
-    assert not (repo / "challenges" / "my-algorithm" / "results").exists()
+    assert not (repo / "challenges" / f"my-{kind}" / "results").exists()
+    assert ("training: " in printed and "last line: learned threshold 0." in printed) == (kind == "training")
 
 
 @pytest.mark.docker
