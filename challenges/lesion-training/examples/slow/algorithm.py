@@ -58,6 +58,7 @@ def train() -> None:
         if (epoch + 1) % CHECKPOINT_EVERY == 0:
             save(CHECKPOINTS / "state.npz", weights=weights, bias=np.array(bias), epoch=np.array(epoch + 1),
                  mean=state["mean"], scale=state["scale"])
+            print(f"checkpoint at epoch {epoch + 1}", file=sys.stderr)
     save(MODEL / "model.npz", weights=weights, bias=np.array(bias), mean=state["mean"], scale=state["scale"])
     print(f"trained {EPOCHS} epochs on {len(labels)} lesions", file=sys.stderr)
 
