@@ -140,6 +140,7 @@ class _Run:
     code: str = ""  # a hash of the code and templates behind the pages (`_code`)
     phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     wanted: dict[Path, bytes] = field(default_factory=dict)
+    digests: dict[Path, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
     left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
 
 
@@ -198,7 +199,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if path.is_file():
             wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
-    return _sync(stage, wanted)
+    return _sync(stage, wanted, run.digests, cache and cache.with_name(f"{cache.name}-stage.pickle"))
 
 
 def _code(templates: Path) -> str:
@@ -285,10 +286,12 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[
         published = store.published(phase.challenge, phase)
         _phase_files(sub, challenge, phase, published)
         news = feeds.result_entries(phase, published, now=run.now)
-        return pickle.dumps((sub.wanted, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
+        digests = {rel: _digest(data) for rel, data in sub.wanted.items()}
+        return pickle.dumps((sub.wanted, digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
     key = _phase_key(run, store, challenge, phase)
-    wanted, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
+    wanted, digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
     run.wanted.update(wanted)
+    run.digests.update(digests)
     run.left_out.extend(left_out)
     run.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
     return news
@@ -512,18 +515,41 @@ def _organizer_pages(folder: Path, wanted: dict[Path, bytes], prefix: Path) -> N
                 wanted[prefix / path.relative_to(folder)] = path.read_bytes()
 
 
-def _sync(stage: Path, wanted: dict[Path, bytes]) -> list[Path]:
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sync(stage: Path, wanted: dict[Path, bytes], digests: dict[Path, str], manifest: Path | None) -> list[Path]:
+    """Write what changed and remove what is no longer wanted; unchanged files keep their times, so a
+    builder copies only what changed. `manifest` records each written file's size, time and digest:
+    a file whose digest is known (`digests`) and whose size and time are as recorded is not read again."""
     stage.mkdir(parents=True, exist_ok=True)
+    try:
+        known: dict[Path, tuple[int, int, str]] = pickle.loads(manifest.read_bytes()) if manifest else {}
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+        known = {}
+    recorded = {}
     for rel, data in wanted.items():
         target = stage / rel
-        if not target.is_file() or target.read_bytes() != data:
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            info = None
+        digest = digests.get(rel)
+        same = digest is not None and info is not None and known.get(rel) == (info.st_size, info.st_mtime_ns, digest)
+        if not same and (info is None or info.st_size != len(data) or target.read_bytes() != data):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            info = target.stat()
+        if digest is not None and info is not None:
+            recorded[rel] = (info.st_size, info.st_mtime_ns, digest)
     keep = {stage / rel for rel in wanted}
     for path in sorted(stage.rglob("*"), reverse=True):
         if path.is_file() and path not in keep:
             path.unlink()
         elif path.is_dir() and not any(path.iterdir()):
             path.rmdir()
+    if manifest:
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
     return sorted(keep)
-
