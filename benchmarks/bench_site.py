@@ -12,9 +12,8 @@ over `--days` days, one commit per challenge and day. Then, each timed:
 - a baseline built in the same run: MkDocs over as many plain Markdown pages, without results,
   so the ratio tells what the results and their data files cost the builder;
 - one new result (committed, as the runner commits it): page generation with the cache kept, then
-  the site build; against the cold generation and build of the same run. MkDocs always rebuilds
-  every page; `mkdocs build --dirty` is timed beside it for reference only (its search index then
-  holds only the rebuilt pages, so it is not a correct build). Zensical keeps its own cache.
+  the site build, which redoes only what changed (MkDocs through `runner.site.incremental`; Zensical
+  keeps its own cache); against the cold generation and build of the same run.
 
 `--keep DIR` keeps the tree; run again with the same DIR to reuse it (the tree is not rewritten).
 
@@ -197,10 +196,6 @@ def one_new_result(root: Path, config: SiteConfig, store: Store, cache: Path, ar
         pages.generate(store, config.stage, config.templates, config.assets, cache=cache)
     with timed(f"one new result: site build ({args.builder})"):
         build(root, args.builder)
-    if args.builder == "mkdocs":
-        with timed("one new result: mkdocs build --dirty (reference)"):
-            subprocess.run([sys.executable, "-m", "mkdocs", "build", "--dirty", "--quiet", "-f",
-                            "mkdocs.generated.yml"], cwd=root, check=True, capture_output=True)
 
 
 def main() -> None:
