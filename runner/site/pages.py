@@ -416,9 +416,13 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
     approvals = "" if phase.auto_publish_new_results else sorted(store.approvals(phase.challenge, phase.slug))
     # Only a phase that withholds commits public records without scores; only its key depends on `whole`.
     whole = {(r.participant, r.submission): r for r in current if not r.withheld} if withholds(phase) else {}
+    # The current results as committed (public records, not unsealed), to spare reading their blobs again.
+    files = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission).relative_to(store.root)): r
+             for r in current if not r.withheld and not withholds(phase)}
     for snap in snapshots:
         def compute(snap: Snapshot = snap) -> bytes:
-            then = [whole.get((r.participant, r.submission), r) if r.withheld else r for r in run.history.results(snap)]
+            then = [whole.get((r.participant, r.submission), r) if r.withheld else r
+                    for r in run.history.results(snap, files)]
             rows = records(leaderboard(phase, store.visible(phase, then), excluded=excluded))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)}"

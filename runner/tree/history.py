@@ -65,6 +65,7 @@ class History:
         self.store, self.limit = store, limit
         self._blobs: dict[str, Result | None] = {}
         self._days: dict[str, dict[dt.date, tuple[str, State]]] | None = None
+        self._unchanged: State | None = None
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -81,12 +82,27 @@ class History:
         key = _key(slug, phase)
         return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days.get(key, {}).items())]
 
-    def results(self, snapshot: Snapshot) -> list[Result]:
+    def results(self, snapshot: Snapshot, current: dict[str, Result] | None = None) -> list[Result]:
         """The snapshot's results. The first call for a phase reads the files of all its snapshots
-        at once: one git process per phase, not per snapshot."""
+        at once: one git process per phase, not per snapshot. `current`: results already read from
+        the working tree, by path; one stands for its file's blob at HEAD where git sees the file
+        unchanged since, so what did not change since it was committed is not read and parsed again."""
         days = self._days.get(snapshot.phase, {}) if self._days else {}
+        if current:
+            head = self._unchanged_at_head()
+            self._blobs.update({head[path]: result for path, result in current.items()
+                                if path in head and head[path] not in self._blobs})
         self._read({blob for _, state in days.values() for blob in state.values()} | set(snapshot.files.values()))
         return self._results(snapshot.files)
+
+    def _unchanged_at_head(self) -> State:
+        """The result files at HEAD (path -> blob) that the working tree holds unchanged (`git diff`
+        compares by the index's file times and sizes, reading only files whose times changed)."""
+        if self._unchanged is None:
+            changed = set(self._git("diff", "--name-only", "-z", "--no-renames", "HEAD", "--", CHALLENGES).split("\0"))
+            self._unchanged = {path: blob for state in self._head().values() for path, blob in state.items()
+                               if path not in changed}
+        return self._unchanged
 
     def _collect_days(self) -> dict[str, dict[dt.date, tuple[str, State]]]:
         """One walk for every phase; only the states kept as snapshots are copied."""
