@@ -110,9 +110,7 @@ class Memo:
     def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
         if self.folder is None:
             return compute()
-        name = hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
-        self.used.add(name)
-        path = self.folder / name
+        path = self.folder / self.keep(inputs)
         if path.is_file():
             return path.read_bytes()
         data = compute()
@@ -122,11 +120,20 @@ class Memo:
         temporary.replace(path)
         return data
 
+    def keep(self, inputs: str) -> str:
+        """Mark an entry as used, so `prune` keeps it, without reading it; returns its file name."""
+        name = hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
+        self.used.add(name)
+        return name
+
     def prune(self) -> None:
         """Drop what this run did not use: superseded snapshots and bootstraps."""
         for path in self.folder.iterdir() if self.folder and self.folder.is_dir() else []:
             if path.name not in self.used:
                 path.unlink()
+
+
+Staged = tuple[int, int, str]  # a staged file's size, modification time (ns) and digest, as written
 
 
 @dataclass
@@ -141,6 +148,9 @@ class _Run:
     phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     wanted: dict[Path, bytes] = field(default_factory=dict)
     digests: dict[Path, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
+    staged: dict[Path, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
+    kept: set[Path] = field(default_factory=set)  # files of unchanged phases that the staging folder holds as wanted
+    stage: Path = Path()
     left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
 
 
@@ -173,8 +183,9 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     `policy.public_record` allows now; what needed the publish key and did not have it is `log`ged."""
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
+    manifest = cache and cache.with_name(f"{cache.name}-stage.pickle")
     run = _Run(environment(templates), History(store), Memo(cache), now, _code(templates),
-               Memo(cache and cache.with_name(f"{cache.name}-phases")))
+               Memo(cache and cache.with_name(f"{cache.name}-phases")), staged=_staged(manifest), stage=stage)
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
@@ -199,7 +210,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
         if path.is_file():
             wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
-    return _sync(stage, wanted, run.digests, cache and cache.with_name(f"{cache.name}-stage.pickle"))
+    return _sync(run, manifest)
 
 
 def _code(templates: Path) -> str:
@@ -280,17 +291,34 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[feeds.Entry]:
     """A phase's files (`_phase_files`) and its feed entries, taken whole from the memo when none of
     their inputs changed, so a new result costs its own phase, not every phase's results again."""
+    files: dict[Path, bytes] | None = None
+
     def compute() -> bytes:
+        nonlocal files
         sub = replace(run, wanted={}, left_out=[])
         used = set(run.memo.used)
         published = store.published(phase.challenge, phase)
         _phase_files(sub, challenge, phase, published)
-        news = feeds.result_entries(phase, published, now=run.now)
-        digests = {rel: _digest(data) for rel, data in sub.wanted.items()}
-        return pickle.dumps((sub.wanted, digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
+        files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
+        digests = {rel: _digest(data) for rel, data in files.items()}
+        return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
     key = _phase_key(run, store, challenge, phase)
-    wanted, digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
-    run.wanted.update(wanted)
+    digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
+    # The files themselves in a second entry, read only when the staging folder no longer holds them.
+    contents = f"files {key}"
+
+    def recompute() -> bytes:
+        compute()
+        return pickle.dumps(files, pickle.HIGHEST_PROTOCOL)
+    if files is not None:  # computed now (always, where no key)
+        if key:
+            run.phases.get(contents, lambda: pickle.dumps(files, pickle.HIGHEST_PROTOCOL))
+    elif all(_holds(run, rel, digest) for rel, digest in digests.items()):
+        run.phases.keep(contents)
+        run.kept.update(digests)
+    else:
+        files = pickle.loads(run.phases.get(contents, recompute))
+    run.wanted.update(files or {})
     run.digests.update(digests)
     run.left_out.extend(left_out)
     run.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
@@ -523,31 +551,40 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _sync(stage: Path, wanted: dict[Path, bytes], digests: dict[Path, str], manifest: Path | None) -> list[Path]:
-    """Write what changed and remove what is no longer wanted; unchanged files keep their times, so a
-    builder copies only what changed. `manifest` records each written file's size, time and digest:
-    a file whose digest is known (`digests`) and whose size and time are as recorded is not read again."""
-    stage.mkdir(parents=True, exist_ok=True)
+def _staged(manifest: Path | None) -> dict[Path, Staged]:
     try:
-        known: dict[Path, tuple[int, int, str]] = pickle.loads(manifest.read_bytes()) if manifest else {}
+        return pickle.loads(manifest.read_bytes()) if manifest else {}
     except (OSError, pickle.UnpicklingError, EOFError, ValueError):
-        known = {}
-    recorded = {}
-    for rel, data in wanted.items():
-        target = stage / rel
-        try:
-            info = target.stat()
-        except FileNotFoundError:
-            info = None
-        digest = digests.get(rel)
-        same = digest is not None and info is not None and known.get(rel) == (info.st_size, info.st_mtime_ns, digest)
-        if not same and (info is None or info.st_size != len(data) or target.read_bytes() != data):
+        return {}
+
+
+def _holds(run: _Run, rel: Path, digest: str) -> bool:
+    """Whether the staging folder holds `rel` as the last run wrote it, with this digest."""
+    try:
+        info = (run.stage / rel).stat()
+    except FileNotFoundError:
+        return False
+    return run.staged.get(rel) == (info.st_size, info.st_mtime_ns, digest)
+
+
+def _sync(run: _Run, manifest: Path | None) -> list[Path]:
+    """Write what changed and remove what is no longer wanted; unchanged files keep their times, so a
+    builder copies only what changed. `manifest` records each phase file's size, time and digest as
+    written: next time, a file found so (`_holds`) is neither read nor compared."""
+    stage, recorded = run.stage, {rel: run.staged[rel] for rel in run.kept}
+    stage.mkdir(parents=True, exist_ok=True)
+    for rel, data in run.wanted.items():
+        target, digest = stage / rel, run.digests.get(rel)
+        if digest is not None and _holds(run, rel, digest):
+            recorded[rel] = run.staged[rel]
+            continue
+        if not target.is_file() or target.stat().st_size != len(data) or target.read_bytes() != data:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        if digest is not None:
             info = target.stat()
-        if digest is not None and info is not None:
             recorded[rel] = (info.st_size, info.st_mtime_ns, digest)
-    keep = {stage / rel for rel in wanted}
+    keep = {stage / rel for rel in [*run.wanted, *run.kept]}
     for path in sorted(stage.rglob("*"), reverse=True):
         if path.is_file() and path not in keep:
             path.unlink()

@@ -67,3 +67,12 @@ def test_a_new_result_regenerates_its_phase(scored):
     kept = generate(scored, cache=cache)
     assert kept == generate(scored)  # as generated without any cache
     assert b"carol" in kept[f"{CHALLENGE}/leaderboard/{PHASE}.md"]
+
+
+def test_an_unchanged_phase_restores_staged_files_changed_behind_its_back(scored):
+    cache, stage = scored / "build" / "page-cache", SiteConfig.read(scored).stage
+    first = generate(scored, cache=cache)
+    table = stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.json"
+    table.write_bytes(table.read_bytes()[::-1])  # the same size, another content
+    (stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").unlink()
+    assert generate(scored, cache=cache) == first
