@@ -67,8 +67,11 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
     """Build the staged pages into the site folder with the chosen builder; `strict` turns
     warnings (broken links in organizers' pages) into failures."""
     settings = builder_config(config).name
+    last = config.site.with_name(f".{config.site.name}-builder")  # beside the site, never in it, as the cache
     if builder == "mkdocs":  # MkDocs' own build, redoing only what changed (runner.site.incremental)
-        cache = config.site.with_name(f".{config.site.name}-mkdocs-cache")  # beside the site, never in it
+        if last.is_file() and last.read_text(encoding="utf-8") != builder:
+            shutil.rmtree(config.site, ignore_errors=True)  # another builder's files do not pass for its own
+        cache = config.site.with_name(f".{config.site.name}-mkdocs-cache")
         cmd = [sys.executable, "-m", "runner.site.incremental", settings, str(cache)]
     elif builder == "zensical":
         exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))
@@ -85,4 +88,5 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
     if done.returncode != 0:
         lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
         raise BuildError(f"{builder} build failed: {lines[-1] if lines else 'no output'}")
+    last.write_text(builder, encoding="utf-8")
     return config.site

@@ -61,7 +61,9 @@ class Converted:
 class Cache:
     site: str = ""  # the configuration's hash: a new one empties the cache
     converted: dict[str, tuple[str, Converted]] = field(default_factory=dict)  # src_uri -> (source hash, ...)
-    rendered: dict[str, str] = field(default_factory=dict)  # src_uri -> hash of its rendering's inputs
+    # src_uri -> hash of its rendering's inputs, and its output's size and time as written (another
+    # builder writing into the same folder does not pass for this one)
+    rendered: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
 
 class _Recording:
@@ -130,13 +132,13 @@ def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> No
         page = file.page
         assert page is not None
         inputs = _page_hash(site, navigation, page)
-        rendered[file.src_uri] = inputs
-        if cache.rendered.get(file.src_uri) == inputs and os.path.isfile(file.abs_dest_path):
+        if cache.rendered.get(file.src_uri) == (inputs, *_written(file.abs_dest_path)):
             # The output stands; the search plugin still indexes the page.
             config.plugins.on_page_context(get_context(nav, doc_files, config, page), page=page, config=config,
                                            nav=nav)
         else:
             _build_page(page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
+        rendered[file.src_uri] = (inputs, *_written(file.abs_dest_path))
     level = config.validation.links.anchors
     for file in doc_files:
         assert file.page is not None
@@ -166,6 +168,14 @@ def _convert(page: Page, config: MkDocsConfig, files: Files,
     return source, Converted(page.content or "", page.toc, page._title_from_render, page.present_anchor_ids,
                              None if links is None else {f.src_uri: dict(a) for f, a in links.items()},
                              recording.lookups)
+
+
+def _written(path: str | None) -> tuple[int, int]:
+    try:
+        info = os.stat(path or "")
+    except FileNotFoundError:
+        return -1, -1
+    return info.st_size, info.st_mtime_ns
 
 
 def _page_hash(site: str, navigation: str, page: Page) -> str:

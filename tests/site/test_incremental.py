@@ -56,3 +56,7 @@ def test_incremental_builds_equal_clean_builds_as_results_and_pages_change(repo,
     (repo / "challenges" / CHALLENGE / "faq.md").unlink()  # a page removed: its output goes too
     build_twice(repo, tmp_path / "fourth")
     assert differences(site, tmp_path / "fourth") == [] and not (site / CHALLENGE / "faq").exists()
+
+    build_site(SiteConfig.read(repo), "zensical")  # another builder's files in the same folder
+    build_twice(repo, tmp_path / "fifth")
+    assert differences(site, tmp_path / "fifth") == []
