@@ -269,6 +269,7 @@ def test_results_wait_for_approval_when_auto_publish_is_off(scored_repo, capsys)
 
 def test_navigation_names_challenges_and_follows_phase_order(scored_repo):
     phases = scored_repo / "challenges" / CHALLENGE / "phases"
+    (phases / "new-scanner.yml").unlink(missing_ok=True)  # only the two phases whose dates this test sets
     text = (phases / f"{PHASE}.yml").read_text()
     (phases / "a-late-phase.yml").write_text(text.replace("2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z")
                                              .replace("title: Final test", "title: Late phase"))
@@ -292,7 +293,8 @@ def test_challenge_page_shows_each_phases_rules_from_its_file(scored_repo):
     edit_yaml(scored_repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
     page = (stage_of(scored_repo) / CHALLENGE / "index.md").read_text()
     assert "<!-- phases -->" not in page and "## Phases" in page and "### Final test" in page
-    rows = dict(re.findall(r"^\| (\w[\w ]*) \| (.*) \|$", page, flags=re.M))
+    section = page.split("### Final test", 1)[1].split("\n### ", 1)[0]  # this phase's table, not the others'
+    rows = dict(re.findall(r"^\| (\w[\w ]*) \| (.*) \|$", section, flags=re.M))
     assert rows["Submissions"].startswith("open from 2026-01-01 00:00 UTC until 2027-12-31 23:59 UTC "
                                           '<span class="countdown" data-until="2027-12-31T23:59:59+00:00">')
     assert rows["Limit"] == "3 submissions per 7 days per participant (failed ones count too)"
