@@ -13,7 +13,8 @@ over `--days` days, one commit per challenge and day. Then, each timed:
   so the ratio tells what the results and their data files cost the builder;
 - one new result (committed, as the runner commits it): page generation with the cache kept, then
   the site build, which redoes only what changed (MkDocs through `runner.site.incremental`; Zensical
-  keeps its own cache); against the cold generation and build of the same run.
+  keeps its own cache); against the cold generation and build of the same run, and, for MkDocs, a
+  clean `mkdocs build` of the same pages (the build before it was incremental).
 
 `--keep DIR` keeps the tree; run again with the same DIR to reuse it (the tree is not rewritten).
 
@@ -196,6 +197,12 @@ def one_new_result(root: Path, config: SiteConfig, store: Store, cache: Path, ar
         pages.generate(store, config.stage, config.templates, config.assets, cache=cache)
     with timed(f"one new result: site build ({args.builder})"):
         build(root, args.builder)
+    if args.builder == "mkdocs":  # the build as it was before it became incremental, for the ratio
+        with timed("one new result: mkdocs build --clean (before)"):
+            subprocess.run([sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f",
+                            "mkdocs.generated.yml", "-d", str(root / "build" / "site-clean")], cwd=root, check=True,
+                           capture_output=True)
+        shutil.rmtree(root / "build" / "site-clean")
 
 
 def main() -> None:
