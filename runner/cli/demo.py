@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 
-from runner.evaluation import examples
+from runner.evaluation import examples, reruns
 from runner.evaluation.job import RunnerConfig, RunnerError
+from runner.evaluation.queue import JobReport
+from runner.evaluation.reruns import Choice
+from runner.execution.sandbox import Executor
 from runner.site import serve
 from runner.site.build import build_site
 from runner.tree.store import Store
@@ -15,7 +19,27 @@ from runner.tree.store import Store
 from .common import err, out
 from .evaluate import runner_executor, with_progress
 from .leaderboard import cmd_leaderboard
+from .reruns import carry, preserve
 from .site import generate_pages
+
+
+@dataclass(frozen=True)
+class DemoRerun:
+    """A rerun an example challenge stands for, run once its source phase has results."""
+
+    challenge: str
+    source: str
+    target: str
+    choice: Choice
+    preserve: bool = False  # keep the source phase's images on the runner first
+
+
+RERUNS = (
+    # a living benchmark: the final test's algorithms on a new scanner's data
+    DemoRerun("ellipsoid-segmentation", "final-test", "new-scanner", Choice("all"), preserve=True),
+    # retraining the best (NODE21, STOIC): the top 2 of the final phase trained again on more secret data
+    DemoRerun("lesion-training", "final", "retrain", Choice("top", 2)),
+)
 
 
 def register(sub) -> None:
@@ -25,6 +49,20 @@ def register(sub) -> None:
     d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")
     d.add_argument("--base-image", help="Python base image for the example images")
     d.set_defaults(func=cmd_demo)
+
+
+def _rerun(rerun: DemoRerun, store: Store, *, executor: Executor, config: RunnerConfig,
+           base: str) -> list[JobReport]:
+    """Carry the rerun's results over and evaluate them; nothing if its challenge or phases are not in
+    this workspace. What an earlier demo carried is kept, and its results are not made again."""
+    paths = [store.paths.phase_file(rerun.challenge, slug) for slug in (rerun.source, rerun.target)]
+    if not all(path.is_file() for path in paths):
+        return []
+    err.print(f"re-running {rerun.challenge}: {rerun.source} -> {rerun.target} ({rerun.choice})")
+    if rerun.preserve and config.preserved_dir is not None:
+        preserve(store, store.phase(rerun.challenge, rerun.source), executor=executor, folder=config.preserved_dir)
+    carried = carry(store, rerun.challenge, source=rerun.source, target=rerun.target, choice=rerun.choice)
+    return with_progress(reruns.queue(store, carried), store=store, executor=executor, config=config, base=base)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -42,9 +80,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             err.print(f"submitting example {example.challenge}/{example.folder.name}")
             examples.submit(example, store, executor=executor, base=base)
         # Local runs: local image IDs and file:// archives are fine, and GPU phases run on the CPU here.
+        build = workspace / "build"
         config = RunnerConfig(data_root=data_root, allow_local_images=True, cpu_fallback=True,
-                              log_dir=workspace / "build" / "logs", cache_dir=workspace / "build" / "cache")
+                              log_dir=build / "logs", cache_dir=build / "cache", training_dir=build / "training",
+                              preserved_dir=build / "preserved")
         reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
+        for rerun in RERUNS:
+            reports += _rerun(rerun, store, executor=executor, config=config, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")
     for slug in store.slugs():
