@@ -18,7 +18,7 @@ from pathlib import Path
 from runner import __version__
 from runner.errors import ChallengeError
 
-from .common import err
+from . import warm_client
 
 # subcommand -> the module here that registers it
 COMMANDS = {
@@ -26,7 +26,7 @@ COMMANDS = {
     "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
     "new": "new", "try": "tryout", "data": "data",
-    "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys",
+    "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys", "runner": "warm",
     "rerun": "reruns", "preserve": "reruns",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
@@ -34,7 +34,15 @@ GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser(argv).parse_args(argv)
+    if socket := warm_client.target(argv, _command(argv)):  # before any heavy import: a warm runner does the work
+        return warm_client.forward(socket, argv)
+    return dispatch(parser(argv).parse_args(argv))
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run a parsed command; errors of ours (and the operating system's) as one line and status 1."""
+    from .common import err
+
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -30,6 +30,7 @@ from runner.tree.schema_types import Size
 from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
+from . import warm_client
 from .common import UsageError, err, out
 from .keys import runner_keys
 
@@ -44,6 +45,8 @@ def register(sub) -> None:
     e.add_argument("--rerun", action="store_true", help="replace existing results")
     e.add_argument("--shard", type=shard, help="I/N: only the submissions whose key hashes to shard I of N, "
                    "so N runners split --pending without coordinating")
+    e.add_argument(warm_client.OPTION, metavar="SOCKET", help="hand the work to the warm runner listening there "
+                   f"(`challenge runner --socket SOCKET`; or ${warm_client.ENV_RUNNER})")
     add_runner_options(e)
     e.set_defaults(func=cmd_evaluate)
 
@@ -95,8 +98,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Namespace, rerun: bool = False) -> int:
     """Evaluate `queue` on this runner as `add_runner_options` set it up, with progress; the exit status."""
     config = runner_config(args, store)
-    executor, base = runner_executor(args.base_image, gpus=bool(config.gpu_ids))
-    with contextlib.closing(executor):
+    warm = getattr(args, "executor", None)  # set by a warm runner (`challenge runner`), which keeps it open
+    executor, base = warm or runner_executor(args.base_image, gpus=bool(config.gpu_ids))
+    with contextlib.nullcontext() if warm else contextlib.closing(executor):
         reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun)
     return 1 if any(r.status == "error" for r in reports) else 0
 

@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -132,15 +133,26 @@ class DockerOutputArea:
                 response.close()
 
     def clear(self) -> bool:
-        """Empty /output for the next run. What a run may leave (a folder without write permission, a
-        FIFO) is made writable first; an area that still cannot be emptied is replaced by a new one."""
+        """Empty /output for the next run, lazily: before the next run into this area (`prepare`), or
+        in the background once the area is back in its engine's pool, so no job waits for it."""
+        return True
+
+    def empty(self) -> bool:
+        """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made
+        writable first. False if the keeper could not (then the area must be replaced)."""
         with engine_errors("clearing /output"):
             done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
-            if done.exit_code != 0:
-                self.close()
+        self.dirty = done.exit_code != 0
+        return not self.dirty
+
+    def prepare(self) -> None:
+        """Make it empty for a run: what an earlier run left is removed; an area that cannot be
+        emptied is replaced by a new one."""
+        if self.dirty and not self.empty():
+            self.close()
+            with engine_errors("preparing /output"):
                 self.volume, self.keeper = self._provision()
-        self.dirty = False
-        return True
+            self.dirty = False
 
     def close(self) -> None:
         """Remove the keeper and the volume, once no finished run still holds the volume."""
@@ -165,6 +177,8 @@ class DockerEngine:
         self.keeper_image = keeper_image
         self.gpu_reader = gpu_reader
         self._idle: dict[tuple[int, str], list[DockerOutputArea]] = {}
+        self._broken: list[DockerOutputArea] = []  # could not be emptied in the background: closed at close()
+        self._pool_lock = threading.Lock()  # the pool is given back to from the reaper's threads
         self._reaper: ThreadPoolExecutor | None = None
         self._removals: list[Future] = []
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
@@ -178,13 +192,13 @@ class DockerEngine:
     def close(self) -> None:
         """Wait for pending removals and remove the pooled output areas."""
         self.drain()
-        for areas in self._idle.values():
-            for area in areas:
-                area.close()
+        for area in [*(a for areas in self._idle.values() for a in areas), *self._broken]:
+            area.close()
         self._idle.clear()
+        self._broken.clear()
 
     def drain(self) -> None:
-        """Wait until every finished container has been removed."""
+        """Wait until every finished container has been removed and every area given back emptied."""
         for removal in self._removals:
             with contextlib.suppress(Exception):
                 removal.result()
@@ -297,18 +311,36 @@ class DockerEngine:
 
     @contextlib.contextmanager
     def output_area(self, size: int, *, user: str = NOBODY) -> Iterator[DockerOutputArea]:
-        """An empty /output of `size` bytes, from the pool or new; back to the pool when emptied."""
-        idle = self._idle.setdefault((size, user), [])
-        area = idle.pop() if idle else self._new_area(size, user)
+        """An empty /output of `size` bytes, from the pool or new; back to the pool when emptied (in
+        the background: the next job finds it empty, and this one does not wait)."""
+        with self._pool_lock:
+            idle = self._idle.setdefault((size, user), [])
+            area = idle.pop() if idle else None
+        area = area or self._new_area(size, user)
         try:
             yield area
         except BaseException:
             area.close()
             raise
-        if not area.dirty or area.clear():
-            idle.append(area)
+        if area.dirty:
+            self._later(self._recycle, (size, user), area)
         else:
-            area.close()
+            self._pooled((size, user), area)
+
+    def _recycle(self, key: tuple[int, str], area: DockerOutputArea) -> None:
+        try:
+            emptied = area.empty()
+        except SandboxError:
+            emptied = False
+        if emptied:
+            self._pooled(key, area)
+        else:
+            with self._pool_lock:
+                self._broken.append(area)
+
+    def _pooled(self, key: tuple[int, str], area: DockerOutputArea) -> None:
+        with self._pool_lock:
+            self._idle.setdefault(key, []).append(area)
 
     def _new_area(self, size: int, user: str) -> DockerOutputArea:
         if self.keeper_image is None:
@@ -356,14 +388,20 @@ class DockerEngine:
             self._remove_later(container)
 
     def _remove_later(self, container) -> None:
+        self._later(container.remove, force=True)
+
+    def _later(self, chore: Callable[..., object], *args: object, **kwargs: object) -> None:
+        """Chores no job waits for (removing finished containers, emptying areas); `drain` waits."""
         if self._reaper is None:
             self._reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reaper")
-        self._removals.append(self._reaper.submit(container.remove, force=True))
+        self._removals = [f for f in self._removals if not f.done()]  # a warm runner runs for months
+        self._removals.append(self._reaper.submit(chore, *args, **kwargs))
 
     def _create(self, spec: RunSpec, output: DockerOutputArea | None):
         volumes = {str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
         memory = spec.memory
         if output is not None:
+            output.prepare()
             volumes.update(output.mount(spec.output_path))
             output.dirty = True
             memory += output.size  # what it writes to the tmpfs is charged to its memory: /output's own budget

@@ -1,0 +1,174 @@
+"""`challenge runner`: a warm runner process that `challenge evaluate --runner SOCKET` hands its work to.
+
+A cold `challenge evaluate` pays, besides its containers, for its own start: the imports, the
+engine's connection, a keeper container for /output and its removal. A runner host that evaluates
+one submission per workflow job keeps this process running instead (a systemd service beside the
+Actions runner); each job's `challenge evaluate --runner SOCKET ...` sends it its arguments, working
+folder and CHALLENGE_* variables, and prints what comes back (`warm_client`). The engine, its pool
+of /output areas and the built evaluation images stay warm between jobs.
+
+Jobs run one at a time, in the order they arrive. A job is exactly what `challenge evaluate` would
+have done in that folder: the same options, locks, results and exit status. If this process dies
+mid-job, the client says so and exits 1; the submission stays pending (a result is written whole or
+not at all), and the next runner's sweep removes the containers this one left, as for any runner.
+A client that goes away does not stop its job: the result is still written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner.execution.sandbox import Executor
+
+from .common import err, out
+from .evaluate import runner_executor
+
+ENV_PREFIX = "CHALLENGE_"
+
+
+def register(sub) -> None:
+    r = sub.add_parser("runner", help="a warm runner process that `challenge evaluate --runner SOCKET` hands its "
+                                      "work to (saves each job the runner's start)")
+    r.add_argument("--socket", type=Path, required=True, help="the Unix socket to listen on (made owner-only)")
+    r.set_defaults(func=cmd_runner)
+
+
+def cmd_runner(args: argparse.Namespace) -> int:
+    warm = _Warm()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a service stop: leave the loop, close the engines
+    with contextlib.closing(warm), _listening(args.socket) as server:
+        err.print(f"warm runner listening on {args.socket}", markup=False)
+        while True:
+            connection, _ = server.accept()
+            with connection:
+                warm.serve(connection)
+
+
+@contextlib.contextmanager
+def _listening(path: Path) -> Iterator[socket.socket]:
+    path = path.resolve()
+    path.unlink(missing_ok=True)  # a dead runner's socket
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)  # whoever can connect runs evaluations as this user: the owner only
+    try:
+        server.bind(str(path))
+    finally:
+        os.umask(mask)
+    server.listen(16)
+    try:
+        yield server
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+class _Warm:
+    """The engines and base images kept between jobs, one per GPU setting and base image asked for."""
+
+    def __init__(self) -> None:
+        self.executors: dict[tuple[bool, str | None], tuple[Executor, str]] = {}
+
+    def executor(self, base_image: str | None, *, gpus: bool) -> tuple[Executor, str]:
+        key = (gpus, base_image)
+        if key not in self.executors:
+            self.executors[key] = runner_executor(base_image, gpus=gpus)
+        return self.executors[key]
+
+    def serve(self, connection: socket.socket) -> None:
+        reader = connection.makefile("r", encoding="utf-8")
+        try:
+            request = json.loads(reader.readline() or "null")
+            argv, cwd, env = request["argv"], request["cwd"], request.get("env", {})
+        except (ValueError, TypeError, KeyError):
+            return  # not a client of ours: nothing to answer
+        client = _Client(connection)
+        with _inside(cwd, env), _streams(client):
+            status = self._job(argv)
+        client.send({"exit": status})
+
+    def _job(self, argv: list[str]) -> int:
+        from runner.cli import dispatch, parser  # the package imports this module: a cycle at import time
+
+        try:
+            args = parser(argv).parse_args(argv)
+        except SystemExit as exc:  # argparse has printed why
+            return exc.code if isinstance(exc.code, int) else 2
+        if args.command != "evaluate":
+            err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
+            return 2
+        args.executor = self.executor(args.base_image, gpus=bool(args.gpus.strip()))
+        return dispatch(args)
+
+    def close(self) -> None:
+        for executor, _ in self.executors.values():
+            executor.close()
+
+
+class _Client:
+    """The connection a job answers on; a client that left is written to no more (its job goes on)."""
+
+    def __init__(self, connection: socket.socket):
+        self.connection, self.gone = connection, False
+
+    def send(self, message: dict[str, str | int]) -> None:
+        if self.gone:
+            return
+        try:
+            self.connection.sendall(json.dumps(message).encode() + b"\n")
+        except OSError:
+            self.gone = True
+
+
+class _Sink(io.TextIOBase):
+    """A text stream whose writes go to the client as JSON lines under `key` (out or err)."""
+
+    def __init__(self, client: _Client, key: str):
+        self.client, self.key = client, key
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if text:
+            self.client.send({self.key: text})
+        return len(text)
+
+
+@contextlib.contextmanager
+def _streams(client: _Client) -> Iterator[None]:
+    """The job's output (both consoles, and print) goes to the client."""
+    stdout, stderr = _Sink(client, "out"), _Sink(client, "err")
+    saved = out.file, err.file
+    out.file, err.file = stdout, stderr
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            yield
+    finally:
+        out.file, err.file = saved
+
+
+@contextlib.contextmanager
+def _inside(cwd: str, env: dict[str, str]) -> Iterator[None]:
+    """The client's working folder and CHALLENGE_* variables, for the length of its job."""
+    here, saved = os.getcwd(), {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
+    os.chdir(cwd)
+    for name in saved:
+        del os.environ[name]
+    os.environ.update({k: v for k, v in env.items() if k.startswith(ENV_PREFIX)})
+    try:
+        yield
+    finally:
+        os.chdir(here)
+        for name in [k for k in os.environ if k.startswith(ENV_PREFIX)]:
+            del os.environ[name]
+        os.environ.update(saved)
+
