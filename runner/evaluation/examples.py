@@ -107,11 +107,12 @@ def saved_archive(image_id: str, folder: Path, *, executor: Executor) -> dict[st
 
 
 def make_hidden_data(store: Store, data_root: Path) -> list[str]:
-    """Run each challenge's data/make_data.py (organizer code) once, into the data root."""
+    """Run each challenge's data/make_data.py (organizer code) into the data root, unless every
+    phase of it has its data there already (a phase added later gets its data on the next run)."""
     made = []
     for script in sorted(store.base.glob("*/data/make_data.py")):
         slug = script.parents[1].name
-        if (data_root / slug).is_dir():
+        if all((data_root / slug / phase).is_dir() for phase in store.phases(slug)):
             continue
         subprocess.run([sys.executable, str(script), str(data_root)], check=True, capture_output=True, text=True)
         made.append(slug)

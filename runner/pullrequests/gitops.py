@@ -18,9 +18,10 @@ from pathlib import Path
 
 from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
-from runner.tree.paths import CHALLENGES, RESULT_PATH, SEALED_PATH
+from runner.tree.paths import CHALLENGES, RESULT_PATH, SEALED_PATH, SUBMISSION_PATH
 
 RESULTS = f":(glob){CHALLENGES}/*/results/**"
+SUBMISSIONS = f":(glob){CHALLENGES}/*/submissions/**"
 BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
 STATUSES = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "C": "copied", "T": "changed"}
 
@@ -109,12 +110,15 @@ class Pushed:
 def commit_results(root: Path, *, message: str, remote: str = "origin", branch: str | None = None,
                    attempts: int = 5, wait: float = 2.0, sleep: Callable[[float], None] = time.sleep,
                    env: Mapping[str, str] | None = None, log: Callable[[str], None] = lambda line: None) -> Pushed:
-    """Commit every new or changed result file and push it. When the push is refused because another
-    runner pushed first, rebase on theirs (results are distinct files, so this never conflicts) and
-    try again, waiting a little longer each time."""
+    """Commit every new or changed result file (and the submission files `challenge rerun` wrote for
+    them) and push it. When the push is refused because another runner pushed first, rebase on theirs
+    (results are distinct files, so this never conflicts) and try again, waiting a little longer each time."""
     # Only result records and their sealed parts: a temporary file a killed runner left is never committed.
     written = [p for p in git(root, "ls-files", "-z", "--others", "--modified", "--exclude-standard",
                               "--", RESULTS).split("\0") if RESULT_PATH.fullmatch(p) or SEALED_PATH.fullmatch(p)]
+    # New submission files only: a rerun's, carried by an organizer; a merged submission is never changed here.
+    written += [p for p in git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
+                               SUBMISSIONS).split("\0") if SUBMISSION_PATH.fullmatch(p)]
     if not written:
         return Pushed(None)
     branch = branch or current_branch(root)

@@ -82,6 +82,19 @@ def test_results_are_committed_and_pushed(repo, origin):
         f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"]
 
 
+def test_the_submission_files_of_a_rerun_are_committed_with_its_results(repo, origin):
+    """`challenge rerun` writes a submission file beside each result; both are committed, nothing else."""
+    carried = repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
+    carried.parent.mkdir(parents=True, exist_ok=True)
+    carried.write_text(f"phase: {PHASE}\nimage: ghcr.io/alice/a@sha256:{'1' * 64}\n")
+    (carried.parent / "notes.txt").write_text("not a submission\n")
+    write_result(repo, "alice", "v1")
+    gitops.commit_results(repo, message="Re-runs")
+    assert sorted(git(origin, "show", "--name-only", "--format=", "main").split()) == [
+        f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json",
+        f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v1.yml"]
+
+
 def test_a_push_race_is_rebased_and_retried(repo, origin, tmp_path):
     other = clone(origin, tmp_path / "other-runner")
     write_result(other, "bob", "v1")
