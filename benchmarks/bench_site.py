@@ -146,8 +146,10 @@ def parts(store: Store) -> None:
     with timed("  ranking (one leaderboard per phase)"):
         boards = {key: leaderboard(store.phase(*key), results) for key, results in loaded.items()}
     history = History(store)
+    current = {key: {str(store.paths.result_file(*key, r.participant, r.submission).relative_to(store.root)): r
+                     for r in results} for key, results in loaded.items()}  # as pages shares them
     with timed("  history: walking git, reading blobs"):
-        found = {key: [history.results(snap) for snap in history.snapshots(*key)] for key in loaded}
+        found = {key: [history.results(snap, current[key]) for snap in history.snapshots(*key)] for key in loaded}
     with timed("  history: ranking each snapshot"):
         for (slug, phase), snaps in found.items():
             for results in snaps:

@@ -147,9 +147,10 @@ class _Run:
     code: str = ""  # a hash of the code and templates behind the pages (`_code`)
     phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     wanted: dict[Path, bytes] = field(default_factory=dict)
-    digests: dict[Path, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
-    staged: dict[Path, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
-    kept: set[Path] = field(default_factory=set)  # files of unchanged phases that the staging folder holds as wanted
+    # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
+    digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
+    staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
+    kept: set[str] = field(default_factory=set)  # files of unchanged phases that the staging folder holds as wanted
     stage: Path = Path()
     left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
 
@@ -300,7 +301,7 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[
         published = store.published(phase.challenge, phase)
         _phase_files(sub, challenge, phase, published)
         files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
-        digests = {rel: _digest(data) for rel, data in files.items()}
+        digests = {str(rel): _digest(data) for rel, data in files.items()}
         return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
     key = _phase_key(run, store, challenge, phase)
     digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
@@ -335,28 +336,28 @@ def _phase_key(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> s
     if withholds(phase):
         return None
     try:
-        snapshots = [(s.day, s.commit) for s in run.history.snapshots(phase.challenge, phase.slug)]
+        snapshots = run.history.snapshot_days(phase.challenge, phase.slug)
     except HistoryError:
         snapshots = []
     files: list[str] = []
     _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
     return (f"phase {run.code} {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots}\n"
-            + "\n".join(files))
+            + "\n".join(sorted(files)))
 
 
 def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
     """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
     folder named in `skip` only the subfolders named there are walked; the results' subfolders are
-    the only ones holding results, which count by size, time and inode."""
+    the only ones holding results, which count by size, time and inode. In no order: the caller sorts."""
     with os.scandir(folder) as found:
-        entries = sorted(found, key=lambda e: e.name)
+        entries = list(found)
     for entry in entries:
         name = f"{rel}{entry.name}"
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in skip:  # `skip` is for the top folder only: subfolders get none
                 _stat_files(entry.path, f"{name}/", out, skip={})
             else:
-                for sub in sorted(skip[entry.name]):
+                for sub in skip[entry.name]:
                     if os.path.isdir(os.path.join(entry.path, sub)):
                         _stat_files(os.path.join(entry.path, sub), f"{name}/{sub}/", out, skip={})
         elif name.startswith("results/"):
@@ -551,18 +552,18 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _staged(manifest: Path | None) -> dict[Path, Staged]:
+def _staged(manifest: Path | None) -> dict[str, Staged]:
     try:
         return pickle.loads(manifest.read_bytes()) if manifest else {}
     except (OSError, pickle.UnpicklingError, EOFError, ValueError):
         return {}
 
 
-def _holds(run: _Run, rel: Path, digest: str) -> bool:
+def _holds(run: _Run, rel: str, digest: str) -> bool:
     """Whether the staging folder holds `rel` as the last run wrote it, with this digest."""
     try:
-        info = (run.stage / rel).stat()
-    except FileNotFoundError:
+        info = os.stat(os.path.join(run.stage, rel))
+    except (FileNotFoundError, NotADirectoryError):
         return False
     return run.staged.get(rel) == (info.st_size, info.st_mtime_ns, digest)
 
@@ -573,7 +574,8 @@ def _sync(run: _Run, manifest: Path | None) -> list[Path]:
     written: next time, a file found so (`_holds`) is neither read nor compared."""
     stage, recorded = run.stage, {rel: run.staged[rel] for rel in run.kept}
     stage.mkdir(parents=True, exist_ok=True)
-    for rel, data in run.wanted.items():
+    for path, data in run.wanted.items():
+        rel = str(path)
         target, digest = stage / rel, run.digests.get(rel)
         if digest is not None and _holds(run, rel, digest):
             recorded[rel] = run.staged[rel]
@@ -584,13 +586,15 @@ def _sync(run: _Run, manifest: Path | None) -> list[Path]:
         if digest is not None:
             info = target.stat()
             recorded[rel] = (info.st_size, info.st_mtime_ns, digest)
-    keep = {stage / rel for rel in [*run.wanted, *run.kept]}
-    for path in sorted(stage.rglob("*"), reverse=True):
-        if path.is_file() and path not in keep:
-            path.unlink()
-        elif path.is_dir() and not any(path.iterdir()):
-            path.rmdir()
+    keep = {os.path.join(stage, rel) for rel in [*map(str, run.wanted), *run.kept]}
+    for folder, dirs, names in os.walk(stage, topdown=False):
+        for name in names:
+            if os.path.join(folder, name) not in keep:
+                os.unlink(os.path.join(folder, name))
+        for name in dirs:
+            if not os.listdir(os.path.join(folder, name)):
+                os.rmdir(os.path.join(folder, name))
     if manifest:
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
-    return sorted(keep)
+    return sorted(map(Path, keep))

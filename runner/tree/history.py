@@ -66,6 +66,8 @@ class History:
         self._blobs: dict[str, Result | None] = {}
         self._days: dict[str, dict[dt.date, tuple[str, State]]] | None = None
         self._unchanged: State | None = None
+        self._commits: list[_Commit] | None = None
+        self._commit_days: dict[str, dict[dt.date, str]] | None = None  # `snapshot_days` for every phase
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -73,6 +75,19 @@ class History:
             if commit.at <= when:
                 return self._results(states.get(_key(slug, phase), {}))
         return []
+
+    def snapshot_days(self, slug: str, phase: str) -> list[tuple[dt.date, str]]:
+        """The days and commits of `snapshots`, from the log alone: no phase's state is rebuilt."""
+        if self._days is not None:
+            return [(s.day, s.commit) for s in self.snapshots(slug, phase)]
+        if self._commit_days is None:
+            self._commit_days = {}
+            for commit in self._log():
+                for key in {_phase_of(path) for path, _ in commit.changes}:
+                    days = self._commit_days.setdefault(key, {})
+                    if commit.at.date() not in days and len(days) < self.limit:
+                        days[commit.at.date()] = commit.sha
+        return sorted(self._commit_days.get(_key(slug, phase), {}).items())
 
     def snapshots(self, slug: str, phase: str) -> list[Snapshot]:
         """The phase's state at the end of each of the last `limit` days its results changed,
@@ -118,7 +133,7 @@ class History:
         """Each commit that touched results, newest first, with every phase's state just after
         it. The states are undone in place as the walk goes on: copy what you keep."""
         states = self._head()
-        for commit in self._git_log():
+        for commit in self._log():
             yield commit, states
             for path, before in commit.changes:
                 phase = states.setdefault(_phase_of(path), {})
@@ -134,6 +149,12 @@ class History:
             if _is_result(path):
                 states.setdefault(_phase_of(path), {})[path] = meta.split()[2]
         return states
+
+    def _log(self) -> list[_Commit]:
+        """The commits that touched results, newest first (read once)."""
+        if self._commits is None:
+            self._commits = list(self._git_log())
+        return self._commits
 
     def _git_log(self) -> Iterator[_Commit]:
         out = self._git("log", "--first-parent", "--diff-merges=first-parent", "--relative", "--raw",

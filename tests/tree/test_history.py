@@ -138,3 +138,11 @@ def test_current_results_stand_for_unchanged_committed_files(history_repo, monke
     last = history.snapshots(CHALLENGE, PHASE)[-1]
     assert [r.metrics["aggregates"]["dice"]["mean"] for r in history.results(last, current)] == [0.1, 0.9]
     assert not set(last.files.values()) & set(read)
+
+
+def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):
+    light, full = History(Store(history_repo), limit=3), History(Store(history_repo), limit=3)
+    expected = [(s.day, s.commit) for s in full.snapshots(CHALLENGE, PHASE)]
+    assert light.snapshot_days(CHALLENGE, PHASE) == expected and len(expected) == 3
+    assert light._days is None  # no state was rebuilt
+    assert full.snapshot_days(CHALLENGE, PHASE) == expected and light.snapshot_days(CHALLENGE, "none") == []
