@@ -14,6 +14,7 @@ from runner.evaluation.reruns import Choice
 from runner.execution.sandbox import Executor
 from runner.site import serve
 from runner.site.build import build_site
+from runner.tree.records import Keys
 from runner.tree.store import Store
 
 from .common import err, out
@@ -68,7 +69,8 @@ def _rerun(rerun: DemoRerun, store: Store, *, executor: Executor, config: Runner
 def cmd_demo(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
-    store = Store(workspace)
+    # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
+    store = Store(workspace, keys=Keys(github_keys=lambda login: []))
     err.print(f"demo workspace: {workspace}")
     executor, base = runner_executor(args.base_image)
     err.print(f"base image: {base}")
