@@ -35,7 +35,7 @@ import mkdocs
 from mkdocs.commands.build import _build_page, _build_theme_template, _populate_page, build, get_context
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.exceptions import Abort, ConfigurationError
+from mkdocs.exceptions import Abort, BuildError, ConfigurationError
 from mkdocs.structure.files import File, Files, InclusionLevel, get_files, set_exclusions
 from mkdocs.structure.nav import Navigation, get_navigation
 from mkdocs.structure.pages import Page
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
                 build_incrementally(config, cache_file, _site_hash(config_file, config))
         finally:
             config.plugins.on_shutdown()
-    except (ConfigurationError, Abort) as error:
+    except (ConfigurationError, BuildError, Abort) as error:
         print(f"Error: {error}", file=sys.stderr)
         return 1
     return 0
