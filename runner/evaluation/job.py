@@ -35,7 +35,7 @@ from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, Output
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
-from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError
+from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of, nested_paths
 from runner.tree.references import image_refusal
@@ -148,6 +148,7 @@ class _Job:
         self.gpu: str | None = None  # what a GPU phase's algorithm got: its GPU(s), or the CPU fallback
         self.ref = ""  # the algorithm as submitted: an image reference or an archive's URL
         self.model: training.Trained | None = None  # training phases: what the predict runs mount
+        self.last_lines: dict[str, str | None] = {}  # each stage's last stderr line, as its record shows it
 
     def run(self, store: Store, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
@@ -343,7 +344,8 @@ class _Job:
             outcome = self._contained(spec, area, "evaluation")
             record = RunRecord(image=image, image_id=image_id, exit_code=outcome.exit_code,
                                wall_time_s=outcome.wall_time_s, timed_out=outcome.timed_out,
-                               oom_killed=outcome.oom_killed, peak_memory_bytes=outcome.peak_memory_bytes)
+                               oom_killed=outcome.oom_killed, peak_memory_bytes=outcome.peak_memory_bytes,
+                               last_line=self.last_lines.get("evaluation"))
             if not outcome.ok:
                 raise ContainerFailed(f"Evaluation failed: {_reason(outcome, spec, limits)}", "evaluation", record)
             with _ran("evaluation", record=record):
@@ -403,6 +405,7 @@ class _Job:
         except SandboxError as exc:
             raise RunnerError(f"{stage} container could not run: {exc}", transient=exc.transient) from None
         self._keep_logs(stage, outcome.logs)
+        self.last_lines[stage.partition("-")[0]] = last_line(outcome.stderr_tail)  # algorithm-<case>: the last run's
         return outcome
 
     def _collect(self, area: OutputArea, target: Path, stage: str, *, limits: OutputLimits) -> None:
@@ -440,6 +443,7 @@ class _Job:
             cases=measured if per_case else None,
             aggregates=_aggregates(measured) if per_case else None,
             gpu=self.gpu,
+            last_line=self.last_lines.get("algorithm"),
         )
 
 

@@ -685,3 +685,12 @@ def test_an_image_gone_upstream_runs_from_the_archive_this_runner_preserved(repo
     store = Store(repo)
     run_jobs(everything(store), store=store, executor=fake, config=replace(config, preserved_dir=kept), rerun=True)
     assert result_of(repo).status == "succeeded" and fake.loaded
+
+
+def test_each_stage_records_its_last_stderr_line(repo, fake, config):
+    fake.add_image(EVALUATION, Behaviour(write=score, stderr="scored 3 cases\n"))
+    submit(repo, fake, Behaviour(write=threshold, stderr="\x1b[31mwrote 3 masks\x1b[0m\n\n"))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.algorithm and result.algorithm.last_line == "[31mwrote 3 masks[0m"  # control characters gone
+    assert result.evaluation and result.evaluation.last_line == "scored 3 cases"
