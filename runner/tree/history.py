@@ -64,10 +64,11 @@ class History:
     def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS):
         self.store, self.limit = store, limit
         self._blobs: dict[str, Result | None] = {}
-        self._days: dict[str, dict[dt.date, tuple[str, State]]] | None = None
+        self._days: dict[str, dict[dt.date, tuple[str, State]]] = {}  # per phase, as `snapshots` found them
         self._unchanged: State | None = None
         self._commits: list[_Commit] | None = None
-        self._commit_days: dict[str, dict[dt.date, str]] | None = None  # `snapshot_days` for every phase
+        self._head_states: dict[str, State] | None = None
+        self._by_phase: dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]] | None = None
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -77,32 +78,37 @@ class History:
         return []
 
     def snapshot_days(self, slug: str, phase: str) -> list[tuple[dt.date, str]]:
-        """The days and commits of `snapshots`, from the log alone: no phase's state is rebuilt."""
-        if self._days is not None:
-            return [(s.day, s.commit) for s in self.snapshots(slug, phase)]
-        if self._commit_days is None:
-            self._commit_days = {}
-            for commit in self._log():
-                for key in {_phase_of(path) for path, _ in commit.changes}:
-                    days = self._commit_days.setdefault(key, {})
-                    if commit.at.date() not in days and len(days) < self.limit:
-                        days[commit.at.date()] = commit.sha
-        return sorted(self._commit_days.get(_key(slug, phase), {}).items())
+        """The days and commits of `snapshots`, from the log alone: no state is rebuilt."""
+        days: dict[dt.date, str] = {}
+        for commit, _ in self._phase_log().get(_key(slug, phase), []):
+            if commit.at.date() not in days and len(days) < self.limit:
+                days[commit.at.date()] = commit.sha
+        return sorted(days.items())
 
     def snapshots(self, slug: str, phase: str) -> list[Snapshot]:
         """The phase's state at the end of each of the last `limit` days its results changed,
-        oldest first."""
-        if self._days is None:
-            self._days = self._collect_days()
+        oldest first. Only this phase's changes are undone: a rebuild that ranks one phase
+        again does not rebuild every phase's history."""
         key = _key(slug, phase)
-        return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days.get(key, {}).items())]
+        if key not in self._days:
+            state, days = dict(self._heads().get(key, {})), dict[dt.date, tuple[str, State]]()
+            for commit, changes in self._phase_log().get(key, []):  # newest first; `state` is just after it
+                if commit.at.date() not in days and len(days) < self.limit:
+                    days[commit.at.date()] = (commit.sha, dict(state))
+                for path, before in changes:
+                    if before is None:
+                        state.pop(path, None)
+                    else:
+                        state[path] = before
+            self._days[key] = days
+        return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days[key].items())]
 
     def results(self, snapshot: Snapshot, current: dict[str, Result] | None = None) -> list[Result]:
         """The snapshot's results. The first call for a phase reads the files of all its snapshots
         at once: one git process per phase, not per snapshot. `current`: results already read from
         the working tree, by path; one stands for its file's blob at HEAD where git sees the file
         unchanged since, so what did not change since it was committed is not read and parsed again."""
-        days = self._days.get(snapshot.phase, {}) if self._days else {}
+        days = self._days.get(snapshot.phase, {})
         if current:
             head = self._unchanged_at_head()
             self._blobs.update({head[path]: result for path, result in current.items()
@@ -115,19 +121,27 @@ class History:
         compares by the index's file times and sizes, reading only files whose times changed)."""
         if self._unchanged is None:
             changed = set(self._git("diff", "--name-only", "-z", "--no-renames", "HEAD", "--", CHALLENGES).split("\0"))
-            self._unchanged = {path: blob for state in self._head().values() for path, blob in state.items()
+            self._unchanged = {path: blob for state in self._heads().values() for path, blob in state.items()
                                if path not in changed}
         return self._unchanged
 
-    def _collect_days(self) -> dict[str, dict[dt.date, tuple[str, State]]]:
-        """One walk for every phase; only the states kept as snapshots are copied."""
-        found: dict[str, dict[dt.date, tuple[str, State]]] = {}
-        for commit, states in self._walk():
-            for key in {_phase_of(path) for path, _ in commit.changes}:
-                days = found.setdefault(key, {})
-                if commit.at.date() not in days and len(days) < self.limit:
-                    days[commit.at.date()] = (commit.sha, dict(states.get(key, {})))
-        return found
+    def _heads(self) -> dict[str, State]:
+        """Every phase's state at HEAD (read once; copy before changing it)."""
+        if self._head_states is None:
+            self._head_states = self._head()
+        return self._head_states
+
+    def _phase_log(self) -> dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]]:
+        """Per phase, the commits that touched its results, newest first, with those changes only."""
+        if self._by_phase is None:
+            self._by_phase = {}
+            for commit in self._log():
+                for path, before in commit.changes:
+                    log = self._by_phase.setdefault(_phase_of(path), [])
+                    if not log or log[-1][0] is not commit:
+                        log.append((commit, []))
+                    log[-1][1].append((path, before))
+        return self._by_phase
 
     def _walk(self) -> Iterator[tuple[_Commit, dict[str, State]]]:
         """Each commit that touched results, newest first, with every phase's state just after

@@ -144,5 +144,5 @@ def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):
     light, full = History(Store(history_repo), limit=3), History(Store(history_repo), limit=3)
     expected = [(s.day, s.commit) for s in full.snapshots(CHALLENGE, PHASE)]
     assert light.snapshot_days(CHALLENGE, PHASE) == expected and len(expected) == 3
-    assert light._days is None  # no state was rebuilt
+    assert light._days == {}  # no state was rebuilt
     assert full.snapshot_days(CHALLENGE, PHASE) == expected and light.snapshot_days(CHALLENGE, "none") == []
