@@ -138,7 +138,8 @@ def result_comment(result: Result, phase: Phase, shown: Visibility) -> str:
     """The comment on the submission's pull request: what `shown` (the visibility rule) allows, and in
     a debugging phase how to read one's own sealed logs."""
     key = f"`{result.participant}/{result.submission}` in phase {phase.title}"
-    logs = _logs_hint(result) if phase.give_algorithm_editors_job_view_permissions and result.algorithm else ""
+    ran = result.algorithm or result.training  # a training that failed ran no algorithm, and logged
+    logs = _logs_hint(result) if phase.give_algorithm_editors_job_view_permissions and ran else ""
     if result.status == "failed":
         return f"### ❌ Evaluation of {key} failed\n\n{_fenced(result.error or '')}{logs}"
     return _succeeded(result, phase, shown, key) + logs
@@ -161,7 +162,17 @@ def _succeeded(result: Result, phase: Phase, shown: Visibility, key: str) -> str
     reported = ("These metrics are self-reported: they are your own, computed on the public data, and the "
                 "evaluation checked their shape only. " if phase.self_reported else "")
     return (f"### ✅ Evaluation of {key} succeeded\n\n| {header} |\n| {rule} |\n| {values} |\n\n"
-            f"{reported}The leaderboard shows it once the site is rebuilt.")
+            f"{_training(result)}{reported}The leaderboard shows it once the site is rebuilt.")
+
+
+def _training(result: Result) -> str:
+    """A training phase's figures, when shown with the scores."""
+    run = result.training
+    if run is None or run.wall_time_s is None:
+        return ""
+    memory = f", peak memory {run.peak_memory_bytes / 1024**2:.0f} MiB" if run.peak_memory_bytes else ""
+    resumed = f", resumed {run.resumes} time(s) after the runner restarted" if run.resumes else ""
+    return f"Training took {run.wall_time_s:.0f} s{memory}{resumed}. "
 
 
 def _fenced(text: str) -> str:

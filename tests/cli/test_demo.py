@@ -29,6 +29,16 @@ def test_demo_no_serve(tmp_path, base_image, capsys):
     assert html.index("smoothed-v1") < html.index("threshold-baseline")
     assert f"{smoothed['metrics']['aggregates']['dice']['mean']:.3f}" in html
 
+    # The reruns the examples declare: a living benchmark and a retraining of the best, on the site.
+    site = workspace / "build" / "site"
+    living = (site / CHALLENGE / "leaderboard" / "new-scanner" / "index.html").read_text()
+    assert "smoothed-v1" in living and "threshold-baseline" in living
+    final = json.loads((workspace / "challenges" / "lesion-training" / "results" / "final" / "alice" /
+                        "logistic-v1.json").read_text())
+    assert final["training"]["model_sha256"] and final["metrics"]["aggregates"]["auc"] > 0.85
+    retrained = (site / "lesion-training" / "leaderboard" / "retrain" / "index.html").read_text()
+    assert "logistic-v1" in retrained and "prior-v1" in retrained and "slow-v1" not in retrained  # the top 2
+
     # Running it again resumes: nothing is evaluated twice.
     capsys.readouterr()
     assert main(["--root", str(REPO), "demo", "--no-serve", "--workspace", str(workspace),
