@@ -73,9 +73,10 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
             shutil.rmtree(config.site, ignore_errors=True)  # another builder's files do not pass for its own
         cache = config.site.with_name(f".{config.site.name}-mkdocs-cache")
         cmd = [sys.executable, "-m", "runner.site.incremental", settings, str(cache)]
-    elif builder == "zensical":
+    elif builder == "zensical":  # Zensical keeps its own cache and removes stale files: --clean would drop both
         exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))
-        cmd = [exe, "build", "--clean", "-f", settings]
+        switched = not last.is_file() or last.read_text(encoding="utf-8") != builder
+        cmd = [exe, "build", "-f", settings, *(["--clean"] if switched else [])]
     else:
         raise BuildError(f"unknown site builder {builder!r}; choose one of {', '.join(BUILDERS)}")
     if strict:
