@@ -189,7 +189,9 @@ def _data(store: Store, phase: Phase, given: Path | None) -> Path:
     folder = given or _sample(store, phase.challenge)
     for part in _parts(phase):
         if not (folder / part).is_dir():
-            raise UsageError(f"{folder / part} is not a folder: sample data holds {', '.join(_parts(phase))}")
+            folders = [f"{name}/" for name in _parts(phase)]
+            raise UsageError(f"{folder / part} is not a folder: sample data holds {', '.join(folders[:-1])} and "
+                             f"{folders[-1]}")
     if not any((folder / "inputs").iterdir()):
         raise UsageError(f"{folder / 'inputs'} is empty: nothing to run on")
     return folder.resolve()

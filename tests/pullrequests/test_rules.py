@@ -184,7 +184,7 @@ def test_unknown_challenge_and_phase_are_named(github, repo):
     line = refused(github, repo, {sub(challenge="nope"): text()})
     assert line.startswith("there is no challenge 'nope' (challenges: ") and f"{CHALLENGE}," in line
     line = refused(github, repo, {sub(phase="warm-up", sub_id="v2"): text(phase="warm-up")})
-    assert line == f"challenge '{CHALLENGE}' has no phase 'warm-up' (phases: final-test)"
+    assert line == f"challenge '{CHALLENGE}' has no phase 'warm-up' (phases: final-test, new-scanner)"
 
 
 # --- the phase's rules -------------------------------------------------------------------------------
