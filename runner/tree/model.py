@@ -743,6 +743,15 @@ class Result:
     withheld: str | None = None
     details: SubmissionDetails | None = None  # the submission's title, links, ... (see SubmissionDetails)
 
+    def without_logs(self) -> Result:
+        """This result less its logs: the full logs, and each run's last stderr line (a piece of them,
+        public only as a failure's error). What the runner keeps whole, only it and the participant read."""
+        def quiet(run: RunRecord | None) -> RunRecord | None:
+            return replace(run, last_line=None) if run else None
+
+        return replace(self, logs=None, algorithm=quiet(self.algorithm), evaluation=quiet(self.evaluation),
+                       training=quiet(self.training))
+
     def to_json(self) -> str:
         data = asdict(self)
         for name in ("withheld", "training"):  # a result of another phase reads as it always did

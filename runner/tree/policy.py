@@ -72,18 +72,20 @@ def withholds(phase: Phase) -> bool:
 
 
 def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
-    """The part of `result` that may be public now. Logs never are (a debugging phase seals them to
-    their participant); without scores, nothing measured is (a phase may rank on time); with
-    `display_all_metrics: false`, only the values of the leaderboard's columns are."""
+    """The part of `result` that may be public now. Logs never are, nor the last line a run wrote to
+    stderr (a debugging phase seals them to their participant); without scores, nothing measured is
+    (a phase may rank on time); with `display_all_metrics: false`, only the values of the
+    leaderboard's columns are."""
+    result = result.without_logs()
     if not shown.scores:
-        return replace(result, metrics=None, logs=None, algorithm=_image_only(result.algorithm),
+        return replace(result, metrics=None, algorithm=_image_only(result.algorithm),
                        evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                        withheld=shown.note)
     if phase.display_all_metrics or result.status != "succeeded":
-        return replace(result, logs=None)
+        return result
     paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
     kept = _only(scored_document(result), paths)
-    return replace(result, metrics=kept, logs=None, algorithm=_image_only(result.algorithm),
+    return replace(result, metrics=kept, algorithm=_image_only(result.algorithm),
                    evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                    withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
 

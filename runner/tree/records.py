@@ -82,7 +82,7 @@ def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Ke
     everyone = recipients(challenge, keys, publish=True)
     if not everyone:
         return
-    whole = Result.from_dict({**json.loads(result.to_json()), "logs": None})
+    whole = result.without_logs()
     write_atomic(sealed_path(public), seal(whole.to_json().encode(), everyone))
     if result.logs:
         # A participant with no SSH key on GitHub cannot read them; the organizers still can.

@@ -111,6 +111,10 @@ class Store:
         path = self.result_path(submission)
         return self.read_result(path) if path.exists() else None
 
+    def runner_result(self, submission: Submission) -> Result | None:
+        """The whole result as this runner wrote it (its git-ignored copy), else what `result` reads."""
+        return read_local(self.root, self.result_path(submission)) or self.result(submission)
+
     def results(self, slug: str, phase: str) -> list[Result]:
         """The phase's results: whole where the store's keys open their sealed part, else as public."""
         folder = self.paths.results(slug, phase)
@@ -152,11 +156,12 @@ class Store:
         each file through a temporary file and a rename, so a reader never sees half of one."""
         path = self.result_path(submission)
         phase = self.phase(submission.challenge, submission.phase)
-        if withholds(phase):
+        public = public_record(result, phase, self.visibility(phase, result, now=now))
+        if withholds(phase) or public != result:  # the runner keeps the whole result (git-ignored)
             write_atomic(local_path(self.root, path), result.to_json().encode())
+        if withholds(phase):
             write_sealed(path, result, challenge=self.challenge(submission.challenge), keys=self.keys,
                          participants=self.logins(submission.challenge, submission.participant))
-        public = public_record(result, phase, self.visibility(phase, result, now=now))
         write_atomic(path, public.to_json().encode())
         return path
 

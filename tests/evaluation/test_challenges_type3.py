@@ -45,7 +45,7 @@ def train_and_score(repo, names: tuple[str, ...], *, engine, base: str, data_roo
                    for name in names}
     config = RunnerConfig(data_root=data_root, training_dir=training_dir, allow_local_images=True)
     run_jobs(submissions.values(), store=store, executor=engine, config=config, base=base)
-    results = {name: store.result(submission) for name, submission in submissions.items()}
+    results = {name: store.runner_result(submission) for name, submission in submissions.items()}
     return {name: result for name, result in results.items() if result is not None}
 
 

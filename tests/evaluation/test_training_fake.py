@@ -69,7 +69,7 @@ def folder_of(config: RunnerConfig) -> TrainingFolder:
 def test_trains_then_predicts_with_the_model_read_only(training_phase, fake: FakeExecutor, config):
     submit(training_phase, fake, Behaviour(write=fit, stderr="epoch 3 loss 0.1\n"), Behaviour(write=predict))
     evaluate_all(training_phase, fake, config)
-    result = result_of(training_phase)
+    result = result_of(training_phase, whole=True)
     assert result.status == "succeeded", result.error
     train, run = [spec for spec in fake.runs if spec.image == fake.image_id(ALGORITHM)]
     assert train.command == ("train",) and run.command == ("predict",)
