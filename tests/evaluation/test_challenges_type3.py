@@ -104,17 +104,19 @@ def test_final_phase_trains_predicts_scores_and_stops_the_slow_one(repo, engine,
     assert sorted(retrained) == ["alice", "bob"] and retrained["alice"].status == "succeeded"
     assert retrained["alice"].metrics["aggregates"]["auc"] > 0.85 > retrained["bob"].metrics["aggregates"]["auc"]
     assert retrained["alice"].training.model_sha256 != trained.model_sha256  # trained anew, on more lesions
-    assert retrained["alice"].training.last_line == "trained 300 epochs on 800 lesions"
+    whole = read_local(store.root, store.paths.result_file(SLUG, "retrain", "alice", "logistic-v1"))
+    assert whole and whole.training and whole.training.last_line == "trained 300 epochs on 800 lesions"
 
 
 @pytest.mark.docker
 def test_debugging_phase_keeps_the_training_log(repo, engine, base_image, data_root, tmp_path):
     store = Store(repo, keys=Keys(github_keys=lambda login: []))  # alice has no SSH key: sealed to organizers
-    public = train_and_score(repo, ("logistic-debug",), engine=engine, base=base_image, data_root=data_root,
-                             training_dir=tmp_path / "training", store=store)["logistic-debug"]
+    train_and_score(repo, ("logistic-debug",), engine=engine, base=base_image, data_root=data_root,
+                    training_dir=tmp_path / "training", store=store)
+    path = store.paths.result_file(SLUG, "debugging", "alice", "logistic-debug")
+    public = store.read_result(path)
     assert public.status == "succeeded", public.error
     assert public.metrics["aggregates"]["auc"] > 0.8 and public.logs is None
-    path = store.paths.result_file(SLUG, "debugging", "alice", "logistic-debug")
     assert logs_path(path).is_file()  # the participant's logs, committed sealed
     whole = read_local(store.root, path)  # the runner's own copy
     assert whole is not None and whole.logs is not None
