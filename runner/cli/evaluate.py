@@ -35,6 +35,9 @@ from .common import UsageError, err, out
 from .keys import runner_keys
 
 ENV_GPUS = "CHALLENGE_GPUS"
+# Where a runner host keeps what must outlive one workflow job (a job's checkout is cleaned each time):
+# cache/, logs/, training/ (to resume training) and preserved/. Default: ROOT/build.
+ENV_STATE = "CHALLENGE_STATE_DIR"
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
 
@@ -63,7 +66,8 @@ def add_runner_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
     parser.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""),
                         help=f"GPU indices this runner may assign, e.g. 0 or 0,1 (or ${ENV_GPUS})")
-    parser.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: ROOT/build/cache)")
+    parser.add_argument("--cache-dir", type=Path, help="reuse of algorithm outputs (default: STATE/cache: "
+                        "$CHALLENGE_STATE_DIR, else ROOT/build)")
     parser.add_argument("--cache-max-size", type=size, default=DEFAULT_MAX_BYTES,
                         help="evict the least recently used outputs beyond this size, e.g. 20g (default: 20g)")
     parser.add_argument("--cache-max-age", type=float, default=DEFAULT_MAX_AGE_S / 86400,
@@ -74,15 +78,15 @@ def add_runner_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runner-key", type=Path,
                         help=f"this runner's age identity, to open image archives encrypted to it (or "
                              f"${ENV_RUNNER_KEY} holding the key itself)")
-    parser.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: ROOT/build/logs)")
+    parser.add_argument("--log-dir", type=Path, help="full container logs for organizers (default: STATE/logs)")
     parser.add_argument("--training-dir", type=Path, help="training phases: each submission's checkpoints and "
-                        "model, kept across runner restarts (default: ROOT/build/training)")
+                        "model, kept across runner restarts (default: STATE/training)")
     add_preserved_dir(parser)
 
 
 def add_preserved_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preserved-dir", type=Path, help="archives of algorithm images kept on this runner "
-                        "(`challenge preserve`; default: ROOT/build/preserved)")
+                        "(`challenge preserve`; default: STATE/preserved)")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -106,10 +110,10 @@ def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Name
 
 
 def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
-    """The RunnerConfig of `add_runner_options`' options; folders default to ROOT/build/<name>."""
+    """The RunnerConfig of `add_runner_options`' options; folders default to <state folder>/<name>."""
     if args.data_root is None:
         raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
-    build = store.root / "build"
+    build = state_dir(store)
     return RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
                         runtime=args.runtime, gpu_ids=tuple(g.strip() for g in args.gpus.split(",") if g.strip()),
                         cpu_fallback=args.cpu_fallback, cache_dir=(args.cache_dir or build / "cache").resolve(),
@@ -121,7 +125,12 @@ def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
 
 
 def preserved_dir(args: argparse.Namespace, store: Store) -> Path:
-    return (args.preserved_dir or store.root / "build" / "preserved").resolve()
+    return (args.preserved_dir or state_dir(store) / "preserved").resolve()
+
+
+def state_dir(store: Store) -> Path:
+    """What this runner keeps between jobs: $CHALLENGE_STATE_DIR on a runner host, else ROOT/build."""
+    return Path(os.environ.get(ENV_STATE) or store.root / "build")
 
 
 def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Executor, str]:

@@ -1,0 +1,25 @@
+"""A runner host keeps what outlives a workflow job (whose checkout is cleaned) in CHALLENGE_STATE_DIR."""
+
+from __future__ import annotations
+
+from runner.cli import parser
+from runner.cli.evaluate import runner_config
+from runner.tree.store import Store
+
+
+def config_for(repo, tmp_path, *extra: str):
+    argv = ["--root", str(repo), "evaluate", "--pending", "--data-root", str(tmp_path), *extra]
+    return runner_config(parser(argv).parse_args(argv), Store(repo))
+
+
+def test_the_state_folder_holds_cache_logs_training_and_preserved_images(repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("CHALLENGE_STATE_DIR", str(tmp_path / "state"))
+    config = config_for(repo, tmp_path)
+    assert (config.cache_dir, config.log_dir, config.training_dir, config.preserved_dir) == tuple(
+        (tmp_path / "state" / name).resolve() for name in ("cache", "logs", "training", "preserved"))
+    assert config_for(repo, tmp_path, "--training-dir", str(tmp_path / "t")).training_dir == (tmp_path / "t").resolve()
+
+
+def test_without_it_the_checkout_s_build_folder(repo, tmp_path, monkeypatch):
+    monkeypatch.delenv("CHALLENGE_STATE_DIR", raising=False)
+    assert config_for(repo, tmp_path).training_dir == (repo / "build" / "training").resolve()
