@@ -14,7 +14,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pandas as pd
@@ -46,6 +46,14 @@ class Row:
     # each of the phase's ranking_metrics per case (case name, value), for FLARE's rank-then-average
     metric_values: tuple[tuple[tuple[str, float], ...], ...] = ()
 
+    def ranked(self, rank: int | None, score: float | None) -> Row:
+        """This row with its rank and rank score; built directly: `dataclasses.replace` costs
+        several times more, and a build with history ranks about a million rows."""
+        if rank is None and score is None and self.rank is None and self.rank_score is None:
+            return self  # frozen: an unranked row can stand for itself
+        return Row(self.participant, self.submission, self.created_at, self.values, self.errors, rank, score,
+                   self.case_values, self.metric_values)
+
 
 class Excluded(NamedTuple):
     """A result an organizer took out of the rankings (exclusions/<phase>.yml), listed apart."""
@@ -60,6 +68,21 @@ class Leaderboard:
     rows: list[Row]  # ranked first (by rank), then unranked
     failed: list[Result] = field(default_factory=list)
     excluded: list[Excluded] = field(default_factory=list)
+
+
+class Rows:
+    """Each result's row in one phase, made once: a row is a function of the result and the phase
+    alone, and the history's snapshots rank mostly the same results (the same objects) again."""
+
+    def __init__(self, phase: Phase) -> None:
+        self.phase = phase
+        self._made: dict[int, tuple[Result, Row]] = {}  # by id; holding the result keeps its id from being reused
+
+    def __call__(self, result: Result) -> Row:
+        made = self._made.get(id(result))
+        if made is None:
+            made = self._made[id(result)] = (result, _row(self.phase, result))
+        return made[1]
 
 
 def competition_ranks(values: Sequence[float], *, descending: bool) -> list[int]:
@@ -177,18 +200,19 @@ def _present(value: float | None) -> float:
 
 
 def _sorted(rows: list[Row], ranks: list[int], scores: list[float]) -> list[Row]:
-    ranked = [replace(r, rank=k, rank_score=s) for r, k, s in zip(rows, ranks, scores)]
+    ranked = [r.ranked(k, s) for r, k, s in zip(rows, ranks, scores)]
     return sorted(ranked, key=lambda r: (r.rank, r.created_at))
 
 
 def _unranked(rows: list[Row], ranked: list[Row]) -> list[Row]:
     kept = {id(r) for r in ranked}
-    return [replace(r, rank=None, rank_score=None) for r in rows if id(r) not in kept]
+    return [r.ranked(None, None) for r in rows if id(r) not in kept]
 
 
-def leaderboard(phase: Phase, results: Sequence[Result], *, excluded: Mapping[str, str] | None = None) -> Leaderboard:
+def leaderboard(phase: Phase, results: Sequence[Result], *, excluded: Mapping[str, str] | None = None,
+                made: Rows | None = None) -> Leaderboard:
     """The phase's leaderboard; results named in `excluded` (participant/id -> reason) rank nowhere and
-    are listed apart, as `Excluded`."""
+    are listed apart, as `Excluded`. `made`: the phase's rows made so far, shared across calls."""
     excluded = excluded or {}
     out = [Excluded(r, excluded[f"{r.participant}/{r.submission}"]) for r in results
            if f"{r.participant}/{r.submission}" in excluded]
@@ -196,7 +220,8 @@ def leaderboard(phase: Phase, results: Sequence[Result], *, excluded: Mapping[st
     succeeded = [r for r in results if r.status == "succeeded"]
     if phase.best_of_last:
         succeeded = _last_per_participant(succeeded, phase.best_of_last)
-    rows = [_row(phase, r) for r in succeeded]
+    row_of = made if made is not None and made.phase is phase else Rows(phase)
+    rows = [row_of(r) for r in succeeded]
     display = phase.result_display_choice
     if display == "most_recent":
         rows = _keep_per_participant(rows, key=lambda r: r.created_at, newest=True)

@@ -30,6 +30,7 @@ import jinja2
 
 from runner.ranking.leaderboard import (
     Leaderboard,
+    Rows,
     combined,
     leaderboard,
 )
@@ -372,13 +373,14 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     folder = Path(challenge.slug, "leaderboard", phase.slug)
     shown = visibility(phase, now=run.now)
     excluded = exclusions(run.history.store.paths, challenge.slug, phase.slug)
-    board = leaderboard(phase, results, excluded=excluded)
+    made = Rows(phase)  # the snapshots rank mostly the same results again
+    board = leaderboard(phase, results, excluded=excluded, made=made)
     viewer = Path(challenge.slug, "results", phase.slug)
     about, pdfs = _submission_details(run, viewer, results)
     bundled = len(results) > BUNDLE_OVER
     if shown.scores:
         table, header = records(board), fields(phase)
-        snapshots = _snapshots(run, phase, folder, results, excluded)
+        snapshots = _snapshots(run, phase, folder, results, excluded, made)
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
@@ -433,7 +435,8 @@ def _render(run: _Run, template: str, **context: Any) -> bytes:
     return run.env.get_template(template).render(**context).encode()
 
 
-def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: dict[str, str]) -> list[str]:
+def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: dict[str, str],
+               made: Rows) -> list[str]:
     """The table as it stood at the end of each day it changed, from git; none outside git.
     Only results the public may see now appear (approvals, where auto-publish is off). A result
     committed as a public record without its scores takes them from `current` (unsealed now)."""
@@ -452,7 +455,7 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
         def compute(snap: Snapshot = snap) -> bytes:
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r
                     for r in run.history.results(snap, files)]
-            rows = records(leaderboard(phase, store.visible(phase, then), excluded=excluded))
+            rows = records(leaderboard(phase, store.visible(phase, then), excluded=excluded, made=made))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)}"
         run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
