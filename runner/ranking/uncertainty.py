@@ -87,16 +87,15 @@ def kendall_tau_b(reference: np.ndarray, rankings: np.ndarray, *, chunk_elements
     """Kendall's tau-b between `reference` and each row of `rankings`, all rows at once:
     sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2)) over pairs, sx, sy the signs of the pair's
     differences (a tie counts 0), which is tau-b as scipy.stats.kendalltau computes it."""
-    n = len(reference)
-    upper = np.triu_indices(n, k=1)
-    sx = np.sign(reference[:, None] - reference[None, :])[upper]
+    first, second = np.triu_indices(len(reference), k=1)  # each pair once: no n x n differences
+    sx = np.sign(reference[first] - reference[second])
     out = np.empty(len(rankings))
     step = max(1, chunk_elements // max(1, len(sx)))
     for start in range(0, len(rankings), step):
         block = rankings[start:start + step]
-        sy = np.sign(block[:, :, None] - block[:, None, :])[:, upper[0], upper[1]]
+        sy = np.sign(block[:, first] - block[:, second])
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + step] = (sy @ sx) / np.sqrt((sx @ sx) * (sy * sy).sum(axis=1))
+            out[start:start + step] = (sy @ sx) / np.sqrt((sx @ sx) * np.count_nonzero(sy, axis=1))
     return out
 
 
