@@ -90,7 +90,8 @@ def add_preserved_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    store = Store(args.root, keys=runner_keys())  # seals what phases withhold (GitHub's SSH keys)
+    # GitHub's SSH keys seal what phases withhold; the locks are shared by the checkouts of this runner host.
+    store = Store(args.root, keys=runner_keys(), locks=state_dir(args.root) / "locks")
     if args.pending == bool(args.submissions):
         raise UsageError("give submission files or --pending (one of the two)")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
@@ -113,7 +114,7 @@ def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
     """The RunnerConfig of `add_runner_options`' options; folders default to <state folder>/<name>."""
     if args.data_root is None:
         raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
-    build = state_dir(store)
+    build = state_dir(store.root)
     return RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
                         runtime=args.runtime, gpu_ids=tuple(g.strip() for g in args.gpus.split(",") if g.strip()),
                         cpu_fallback=args.cpu_fallback, cache_dir=(args.cache_dir or build / "cache").resolve(),
@@ -125,12 +126,12 @@ def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
 
 
 def preserved_dir(args: argparse.Namespace, store: Store) -> Path:
-    return (args.preserved_dir or state_dir(store) / "preserved").resolve()
+    return (args.preserved_dir or state_dir(store.root) / "preserved").resolve()
 
 
-def state_dir(store: Store) -> Path:
+def state_dir(root: Path) -> Path:
     """What this runner keeps between jobs: $CHALLENGE_STATE_DIR on a runner host, else ROOT/build."""
-    return Path(os.environ.get(ENV_STATE) or store.root / "build")
+    return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
 
 
 def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Executor, str]:

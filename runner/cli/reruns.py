@@ -21,7 +21,15 @@ from runner.tree.model import ModelError, Phase, Submission
 from runner.tree.store import Store
 
 from .common import UsageError, err
-from .evaluate import add_preserved_dir, add_runner_options, evaluate_queue, preserved_dir, progress_bar, runner_engine
+from .evaluate import (
+    add_preserved_dir,
+    add_runner_options,
+    evaluate_queue,
+    preserved_dir,
+    progress_bar,
+    runner_engine,
+    state_dir,
+)
 from .keys import runner_keys
 from .leaderboard import leaderboard_keys
 
@@ -61,7 +69,8 @@ def positive(text: str) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     # The organizer's key ranks a withheld phase; GitHub's keys seal the new results where the target withholds.
-    store = Store(args.root, keys=dataclasses.replace(runner_keys(), identities=leaderboard_keys(args).identities))
+    store = Store(args.root, keys=dataclasses.replace(runner_keys(), identities=leaderboard_keys(args).identities),
+                  locks=state_dir(args.root) / "locks")
     choice = Choice("top", args.top) if args.top else Choice(args.how)
     carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice)
     status = evaluate_queue(reruns.queue(store, carried), store=store, args=args)

@@ -23,16 +23,19 @@ import json
 import os
 import signal
 import socket
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from runner.errors import ChallengeError
 from runner.execution.sandbox import Executor
 
-from .common import err, out
+from .common import UsageError, err, out
 from .evaluate import runner_executor
+from .warm_client import forwarded
 
-ENV_PREFIX = "CHALLENGE_"
+READ_TIMEOUT_S = 30.0  # a connection that sends no request, or a client that stops reading, is dropped
 
 
 def register(sub) -> None:
@@ -56,19 +59,39 @@ def cmd_runner(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _listening(path: Path) -> Iterator[socket.socket]:
     path = path.resolve()
-    path.unlink(missing_ok=True)  # a dead runner's socket
+    _take_over(path)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)  # whoever can connect runs evaluations as this user: the owner only
     try:
         server.bind(str(path))
     finally:
         os.umask(mask)
+    bound = path.stat().st_ino
     server.listen(16)
     try:
         yield server
     finally:
         server.close()
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_ino == bound:  # not a newer runner's socket
+                path.unlink()
+
+
+def _take_over(path: Path) -> None:
+    """Remove a dead runner's socket; refuse a live runner's, or any file that is not a socket."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise UsageError(f"--socket {path}: a file that is not a socket is there; name another path")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # nobody answers: a dead runner's
+            return
+    raise UsageError(f"--socket {path}: a warm runner already listens there")
 
 
 class _Warm:
@@ -84,15 +107,22 @@ class _Warm:
         return self.executors[key]
 
     def serve(self, connection: socket.socket) -> None:
-        reader = connection.makefile("r", encoding="utf-8")
+        """One job; whatever goes wrong with it is that job's one line and status 1, never the runner's end."""
+        connection.settimeout(READ_TIMEOUT_S)
         try:
-            request = json.loads(reader.readline() or "null")
-            argv, cwd, env = request["argv"], request["cwd"], request.get("env", {})
-        except (ValueError, TypeError, KeyError):
+            request = _request(connection.makefile("r", encoding="utf-8").readline())
+        except OSError:  # it sent nothing in time
+            return
+        if request is None:
             return  # not a client of ours: nothing to answer
+        argv, cwd, env = request
         client = _Client(connection)
-        with _inside(cwd, env), _streams(client):
-            status = self._job(argv)
+        try:
+            with _inside(cwd, env), _streams(client):
+                status = self._job(argv)
+        except Exception as exc:  # any at all: the next job must still find a runner
+            client.send({"err": f"error: the warm runner could not run this job: {type(exc).__name__}: {exc}\n"})
+            status = 1
         client.send({"exit": status})
 
     def _job(self, argv: list[str]) -> int:
@@ -105,12 +135,31 @@ class _Warm:
         if args.command != "evaluate":
             err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
             return 2
-        args.executor = self.executor(args.base_image, gpus=bool(args.gpus.strip()))
+        try:
+            args.executor = self.executor(args.base_image, gpus=bool(args.gpus.strip()))
+        except ChallengeError as exc:  # no engine yet, no base image: this job's error, as evaluate says it
+            err.print(f"error: {exc}", markup=False)
+            return 1
         return dispatch(args)
 
     def close(self) -> None:
         for executor, _ in self.executors.values():
             executor.close()
+
+
+def _request(line: str) -> tuple[list[str], str, dict[str, str]] | None:
+    """A client's request line as (argv, cwd, env); None if it is not one."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(request, dict):
+        return None
+    argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env", {})
+    if not (isinstance(argv, list) and all(isinstance(word, str) for word in argv) and isinstance(cwd, str)
+            and isinstance(env, dict) and all(isinstance(value, str) for value in env.values())):
+        return None
+    return argv, cwd, env
 
 
 class _Client:
@@ -158,17 +207,17 @@ def _streams(client: _Client) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _inside(cwd: str, env: dict[str, str]) -> Iterator[None]:
-    """The client's working folder and CHALLENGE_* variables, for the length of its job."""
-    here, saved = os.getcwd(), {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX)}
+    """The client's working folder and variables (`forwarded`), for the length of its job."""
+    here, saved = os.getcwd(), {k: v for k, v in os.environ.items() if forwarded(k)}
     os.chdir(cwd)
     for name in saved:
         del os.environ[name]
-    os.environ.update({k: v for k, v in env.items() if k.startswith(ENV_PREFIX)})
+    os.environ.update({k: v for k, v in env.items() if forwarded(k)})
     try:
         yield
     finally:
         os.chdir(here)
-        for name in [k for k in os.environ if k.startswith(ENV_PREFIX)]:
+        for name in [k for k in os.environ if forwarded(k)]:
             del os.environ[name]
         os.environ.update(saved)
 

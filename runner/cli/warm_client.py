@@ -4,7 +4,7 @@ its arguments to the warm process and prints what comes back, with its exit stat
 It imports nothing beyond the standard library, so handing a job over costs about an interpreter's
 start: the point of a warm runner is that the imports, the engine's connection and the /output
 keepers are paid for once. The protocol is one JSON line from the client ({"argv", "cwd", "env": its
-CHALLENGE_* variables}), then
+CHALLENGE_* variables and GitHub's}), then
 JSON lines from the runner ({"out": text}, {"err": text}), the last one {"exit": status}.
 """
 
@@ -19,6 +19,12 @@ from collections.abc import Sequence
 ENV_RUNNER = "CHALLENGE_RUNNER"
 OPTION = "--runner"
 FORWARDED = ("evaluate",)
+GITHUB_VARIABLES = ("GITHUB_TOKEN", "GITHUB_API_URL")  # whose SSH keys results are sealed to
+
+
+def forwarded(name: str) -> bool:
+    """The variables a job takes to the warm runner: the runner's own, and GitHub's address and token."""
+    return name.startswith("CHALLENGE_") or name in GITHUB_VARIABLES
 
 
 def target(argv: Sequence[str], command: str | None) -> str | None:
@@ -38,10 +44,15 @@ def target(argv: Sequence[str], command: str | None) -> str | None:
 def forward(path: str, argv: Sequence[str]) -> int:
     """Run `argv` on the warm runner at `path`; its exit status (1, with one line, if it cannot)."""
     try:
+        here = os.getcwd()
+    except OSError as exc:
+        sys.stderr.write(f"error: the current folder cannot be read ({exc}): run from the repository\n")
+        return 1
+    env = {name: value for name, value in os.environ.items() if forwarded(name)}
+    request = {"argv": list(argv), "cwd": here, "env": env}
+    try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(path)
-            env = {name: value for name, value in os.environ.items() if name.startswith("CHALLENGE_")}
-            request = {"argv": list(argv), "cwd": os.getcwd(), "env": env}
             connection.sendall(json.dumps(request).encode() + b"\n")
             return _relay(connection.makefile("r", encoding="utf-8"))
     except (FileNotFoundError, ConnectionRefusedError):
@@ -54,7 +65,10 @@ def forward(path: str, argv: Sequence[str]) -> int:
 
 def _relay(lines) -> int:
     for line in lines:
-        message = json.loads(line)
+        try:
+            message = json.loads(line)
+        except ValueError:  # cut off mid-line: the runner died
+            break
         if "exit" in message:
             return int(message["exit"])
         stream = sys.stdout if "out" in message else sys.stderr

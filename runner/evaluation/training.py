@@ -20,11 +20,14 @@ cannot set back).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -35,6 +38,8 @@ from runner.execution.sandbox import Mount, Outcome, OutputArea, RunSpec, last_l
 from runner.tree.model import Phase, RunRecord
 
 STATE = "state.json"
+BLOCK = 4096
+MAX_CHECKPOINT_ENTRIES = 100_000
 Status = Literal["training", "trained", "failed"]
 
 
@@ -86,21 +91,75 @@ class TrainingFolder:
         return state
 
     def reset(self, image_id: str) -> TrainingState:
-        """A fresh start: no checkpoints, no model, no time spent."""
-        for path in (self.checkpoints, self.model):
-            shutil.rmtree(path, ignore_errors=True)
+        """A fresh start: no checkpoints, no model, no time spent. The old checkpoints are moved aside
+        first (a runner that is not root may not be able to delete what the container made in them)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.checkpoints.exists():
+            aside = self.root / f".discarded-{time.time_ns()}"
+            self.checkpoints.rename(aside)
+            shutil.rmtree(aside, ignore_errors=True)
+        shutil.rmtree(self.model, ignore_errors=True)  # the runner's own copy
         self.checkpoints.mkdir()
         self.checkpoints.chmod(0o777)  # the container's unprivileged user writes here
         (self.root / "model.sha256").unlink(missing_ok=True)
         return self.save(TrainingState(image_id=image_id))
 
-    def checkpoint_bytes(self) -> int:
-        return sum(p.lstat().st_size for p in self.checkpoints.rglob("*"))
+    def scan(self) -> Scan:
+        """What checkpoints/ holds now, read while the container may be changing it."""
+        total, count, latest, stack = 0, 0, self.checkpoints.lstat().st_ctime, [self.checkpoints]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:  # removed while we looked: checkpoints being rotated
+                            continue
+                        count += 1
+                        total += max(info.st_size, BLOCK)  # an empty file still takes an inode
+                        latest = max(latest, info.st_ctime)
+                        if stat.S_ISDIR(info.st_mode):
+                            stack.append(Path(entry.path))
+            except FileNotFoundError:
+                continue
+            except PermissionError:
+                return Scan(total, count, latest, unreadable=str(folder.relative_to(self.checkpoints)))
+        return Scan(total, count, latest)
 
-    def last_change(self) -> float:
-        """The latest ctime under checkpoints/: when the container last wrote there."""
-        return max((p.lstat().st_ctime for p in (self.checkpoints, *self.checkpoints.rglob("*"))), default=0.0)
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """This submission's training, by one runner at a time (the training folder may be shared by
+        several checkouts through CHALLENGE_STATE_DIR, the evaluation lock is per checkout)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / "lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunnerError(f"another runner is training {self.root} now") from None
+            yield
+
+
+@dataclass(frozen=True)
+class Scan:
+    """checkpoints/ at one moment: its size (each entry at least a block), entries, last change, and
+    the first folder the runner could not read (its size unknown: the training is stopped)."""
+
+    bytes: int
+    entries: int
+    last_change: float
+    unreadable: str | None = None
+
+    def refusal(self, phase: Phase) -> str | None:
+        """Why training must stop with checkpoints like these; None while they are within bounds."""
+        where, stopped = phase.checkpoint_path, "Training was stopped:"
+        if self.unreadable is not None:
+            return f"{stopped} {where}/{self.unreadable} cannot be read by the runner, so its size is unknown"
+        if self.entries > MAX_CHECKPOINT_ENTRIES:
+            return f"{stopped} its checkpoints hold more than {MAX_CHECKPOINT_ENTRIES:,} files ({where})"
+        if self.bytes > phase.checkpoint_max_size:
+            return f"{stopped} its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB ({where})"
+        return None
 
 
 @dataclass(frozen=True)
@@ -121,6 +180,11 @@ class TrainingRun:
 def train(job: TrainingRun, area: OutputArea) -> Trained:
     """The trained model: reused when this image already trained here, resumed when a runner stopped
     it, else trained from the start. ContainerFailed when the training fails."""
+    with job.folder.locked():
+        return _train(job, area)
+
+
+def _train(job: TrainingRun, area: OutputArea) -> Trained:
     folder, budget = job.folder, job.phase.training.time_limit
     state = folder.load()
     if state is None or state.image_id != job.image_id or state.status == "failed" or (
@@ -141,13 +205,13 @@ def _attempt(job: TrainingRun, state: TrainingState, area: OutputArea) -> Outcom
     folder, phase = job.folder, job.phase
     spent = state.used_s
     state = job.folder.save(replace(state, attempts=state.attempts + 1, heartbeat_at=time.time()))
-    cap = phase.checkpoint_max_size
 
     def watch(ran: float) -> str | None:
-        folder.save(replace(state, used_s=spent + ran, heartbeat_at=time.time()))
-        if folder.checkpoint_bytes() > cap:
-            return f"Training was stopped: its checkpoints exceeded {cap // 1024**2} MiB ({phase.checkpoint_path})"
-        return None
+        try:
+            folder.save(replace(state, used_s=spent + ran, heartbeat_at=time.time()))
+            return folder.scan().refusal(phase)
+        except OSError:  # the runner's disk, not the training: the time is written again at the end
+            return None
 
     mounts = (Mount(job.data, phase.training_input_path), Mount(folder.checkpoints, phase.checkpoint_path, False))
     spec = replace(job.spec(job.image_id, mounts, phase.training, gpus=phase.training.gpus,
@@ -193,15 +257,13 @@ def _failure(outcome: Outcome, phase: Phase, folder: TrainingFolder) -> str | No
         return _over_budget(phase.training.time_limit)
     if not outcome.ok:
         return f"Training failed: {outcome.error_line(phase.training.time_limit) or ''}"
-    if folder.checkpoint_bytes() > phase.checkpoint_max_size:  # written after the last look
-        return f"Training failed: its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB"
-    return None
+    return folder.scan().refusal(phase)  # what it wrote after the last look
 
 
 def _charged(state: TrainingState, folder: TrainingFolder) -> float:
     """Time spent before a runner died: what it wrote down, plus what its container may have gained
     since (up to the last change to the checkpoints)."""
-    since = min(time.time(), folder.last_change()) - state.heartbeat_at
+    since = min(time.time(), folder.scan().last_change) - state.heartbeat_at
     return state.used_s + max(0.0, since)
 
 

@@ -316,6 +316,9 @@ class DockerEngine:
         with self._pool_lock:
             idle = self._idle.setdefault((size, user), [])
             area = idle.pop() if idle else None
+            broken, self._broken = self._broken, []
+        for gone in broken:  # areas the background could not empty, closed here (closing waits for the reaper)
+            gone.close()
         area = area or self._new_area(size, user)
         try:
             yield area
@@ -485,12 +488,14 @@ def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
     started = time.monotonic()
     while True:
         left = spec.time_limit - (time.monotonic() - started)
-        try:
-            if left > 0:
-                step = left if spec.watch is None else min(left, WATCH_INTERVAL_S)
+        if left > 0:
+            step = left if spec.watch is None else min(left, WATCH_INTERVAL_S)
+            asked = time.monotonic()
+            try:
                 return container.wait(timeout=step).get("StatusCode"), False, None
-        except requests.exceptions.RequestException:
-            pass
+            except requests.exceptions.RequestException:
+                if time.monotonic() - asked < step - 1:  # not our timeout: the engine failed
+                    raise
         ran = time.monotonic() - started
         reason = spec.watch(ran) if spec.watch is not None else None
         if reason is None and ran < spec.time_limit:

@@ -35,8 +35,10 @@ from runner.tree.records import Keys, local_path, read_local, read_sealed, write
 class Store:
     """Reads `<root>/challenges/` and writes results into it."""
 
-    def __init__(self, root: Path, *, keys: Keys = Keys()):
+    def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None):
         self.root = root.resolve()
+        # Submission locks: in the runner host's state folder when checkouts share one (CHALLENGE_STATE_DIR).
+        self.locks = locks or self.root / "build" / "locks"
         self.paths = TreePaths(self.root)
         self.base = self.paths.base
         self.keys = keys  # to seal results, and to open sealed ones (an organizer's or the publish key)
@@ -172,7 +174,7 @@ class Store:
     @contextlib.contextmanager
     def lock(self, submission: Submission) -> Iterator[bool]:
         """An exclusive lock per submission that the kernel drops when its holder dies."""
-        lock_dir = self.root / "build" / "locks"
+        lock_dir = self.locks
         lock_dir.mkdir(parents=True, exist_ok=True)
         name = submission.key.replace("/", "__") + ".lock"
         with open(lock_dir / name, "w") as handle:

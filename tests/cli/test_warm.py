@@ -125,3 +125,18 @@ def test_a_client_that_goes_away_does_not_stop_its_job(repo, data_root, base_ima
     wait_until(lambda: result(repo) is not None, seconds=120)
     time.sleep(0.5)
     assert (result(repo) or {}).get("status") == "succeeded"
+
+
+def test_a_job_that_cannot_run_does_not_stop_the_runner(socket_path, warm, tmp_path):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:  # a folder gone before the runner got to it
+        connection.connect(str(socket_path))
+        request = {"argv": ["evaluate", "--pending"], "cwd": str(tmp_path / "gone"), "env": {}}
+        connection.sendall(json.dumps(request).encode() + b"\n")
+        replies = [json.loads(line) for line in connection.makefile("r")]
+    assert replies[-1] == {"exit": 1}
+    assert replies[0]["err"].startswith("error: the warm runner could not run this job: FileNotFoundError")
+    assert answers(socket_path) and warm.poll() is None
+    second = subprocess.run([sys.executable, "-m", "runner.cli", "runner", "--socket", str(socket_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1 and second.stderr.strip() == (
+        f"error: --socket {socket_path}: a warm runner already listens there")

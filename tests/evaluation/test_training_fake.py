@@ -194,3 +194,25 @@ def test_a_debugging_phase_shows_the_participant_every_attempt_log(training_phas
         store.paths.submission_file(CHALLENGE, PHASE, "alice", "v1"))))
     assert whole is not None and "epoch 2" in (whole.logs or {}).get("training", "")
     assert result_of(training_phase).logs is None  # the public record never carries logs
+
+
+def test_one_runner_at_a_time_trains_a_submission(training_phase, fake, config):
+    """Checkouts sharing a state folder share the training folder: the second runner leaves it pending."""
+    submit(training_phase, fake, Behaviour(write=fit_or_predict))
+    with folder_of(config).locked():
+        _, reports = evaluate_all(training_phase, fake, config)
+    assert reports[0].status == "error" and "another runner is training" in reports[0].detail
+    _, reports = evaluate_all(training_phase, fake, config)
+    assert reports[0].status == "succeeded"
+
+
+def test_a_fresh_start_moves_checkpoints_the_runner_cannot_delete_aside(tmp_path):
+    folder = TrainingFolder(tmp_path / "t")
+    folder.reset("sha256:1")
+    stuck = folder.checkpoints / "epoch-3"
+    stuck.mkdir()
+    (stuck / "weights.bin").write_bytes(b"w")
+    folder.reset("sha256:2")  # as root nothing is stuck; the rename is what a non-root runner relies on
+    assert list(folder.checkpoints.iterdir()) == [] and folder.load() == TrainingState(image_id="sha256:2")
+    scan = folder.scan()
+    assert (scan.bytes, scan.entries, scan.unreadable) == (0, 0, None)
