@@ -7,10 +7,11 @@ ranking" (comic/grand-challenge.org, app/grandchallenge/evaluation/utils.py and 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from runner.ranking.leaderboard import competition_ranks, leaderboard, lookup
+from runner.ranking.leaderboard import Rows, competition_ranks, leaderboard, lookup
 from runner.tree.model import Column, Phase, Result
 
 FIVE = [(0, 0), (.5, .2), (1, .3), (.7, .4), (.5, .5)]
@@ -51,6 +52,20 @@ def test_reference_mean_of_ranks():
     by = {r.participant: r for r in board.rows}
     assert [by[f"p{i}"].rank_score for i in range(5)] == [5, 3.5, 2, 2, 2]
     assert [by[f"p{i}"].rank for i in range(5)] == [5, 4, 1, 1, 1]
+
+
+@pytest.mark.parametrize("display", ["all", "best", "most_recent"])
+def test_rows_shared_across_boards_rank_as_fresh_ones(display):
+    # the history's snapshots share one Rows per phase: each board still ranks its own results alone
+    results = [result(f"p{i % 3}", {"a": a, "b": b}, sub=f"s{i}", created=f"2026-01-0{i + 1}T00:00:00+00:00")
+               for i, (a, b) in enumerate(FIVE)]
+    shown = phase("mean", display)
+    made = Rows(shown)
+    for upto in (2, 5, 3):
+        assert leaderboard(shown, results[:upto], made=made) == leaderboard(shown, results[:upto])
+    assert made(results[0]) is made(results[0])  # made once
+    other = Rows(replace(shown, score=Column(path="b", title="B", order="desc")))  # another phase's rows: not used
+    assert leaderboard(shown, results, made=other) == leaderboard(shown, results)
 
 
 def test_excluded_column_does_not_rank():
