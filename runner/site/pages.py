@@ -18,8 +18,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import multiprocessing
 import os
 import pickle
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -121,11 +123,18 @@ class Memo:
         temporary.replace(path)
         return data
 
+    def holds(self, inputs: str) -> bool:
+        """Whether an entry is kept, without marking it used."""
+        return self.folder is not None and (self.folder / self._name(inputs)).is_file()
+
     def keep(self, inputs: str) -> str:
         """Mark an entry as used, so `prune` keeps it, without reading it; returns its file name."""
-        name = hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
+        name = self._name(inputs)
         self.used.add(name)
         return name
+
+    def _name(self, inputs: str) -> str:
+        return hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
 
     def prune(self) -> None:
         """Drop what this run did not use: superseded snapshots and bootstraps."""
@@ -192,12 +201,16 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
     _site_pages(store.base, wanted)
+    keys = {(e.challenge.slug, p.slug): _phase_key(run, store, e.challenge, p) for e in entries for p in e.phases}
+    _precompute(run, store, [(e.challenge, p, key) for e in entries for p in e.phases
+                             if (key := keys[e.challenge.slug, p.slug]) and not run.phases.holds(key)])
     for entry in entries:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
         _phases_section(run, entry)
         _data_section(run, entry)
         for phase in entry.phases:
-            news.setdefault(entry.challenge.slug, []).extend(_phase(run, store, entry.challenge, phase))
+            news.setdefault(entry.challenge.slug, []).extend(
+                _phase(run, store, entry.challenge, phase, keys[entry.challenge.slug, phase.slug]))
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
     run.memo.prune()
@@ -290,9 +303,42 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
 
 
-def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[feeds.Entry]:
+Pending = tuple[Challenge, Phase, str]  # a phase the memo lacks, and its key (`_phase_key`)
+_forked: tuple[_Run, Store, list[Pending]] | None = None  # what `_precompute`'s workers inherit
+
+
+def _precompute(run: _Run, store: Store, pending: list[Pending]) -> None:
+    """Compute the phases the memo lacks in forked worker processes, one per core, each into the memo,
+    so that the loop over phases reads them from there: phases are independent, and a cold build spends
+    most of its time in them. Only where the memo has a folder, and not beside other threads (a fork
+    copies only this one, and not the locks the others may hold)."""
+    workers = min(len(pending), os.cpu_count() or 1)
+    if workers < 2 or run.phases.folder is None or threading.active_count() > 1:
+        return
+    global _forked
+    _forked = (run, store, pending)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for _ in pool.imap_unordered(_precompute_one, range(len(pending))):
+                pass
+    finally:
+        _forked = None
+
+
+def _precompute_one(index: int) -> None:
+    assert _forked is not None
+    run, store, pending = _forked
+    challenge, phase, key = pending[index]
+    try:
+        _phase(run, store, challenge, phase, key)
+    except Exception:  # the loop over phases computes this phase again and reports it there
+        pass
+
+
+def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str | None) -> list[feeds.Entry]:
     """A phase's files (`_phase_files`) and its feed entries, taken whole from the memo when none of
-    their inputs changed, so a new result costs its own phase, not every phase's results again."""
+    their inputs changed (`key`, from `_phase_key`), so a new result costs its own phase, not every
+    phase's results again."""
     files: dict[Path, bytes] | None = None
 
     def compute() -> bytes:
@@ -304,7 +350,6 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> list[
         files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
         digests = {str(rel): _digest(data) for rel, data in files.items()}
         return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
-    key = _phase_key(run, store, challenge, phase)
     digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
     # The files themselves in a second entry, read only when the staging folder no longer holds them.
     contents = f"files {key}"
