@@ -35,11 +35,11 @@ def _rank_score(phase: Phase) -> list[str]:
 
 def records(board: Leaderboard) -> list[dict[str, Any]]:
     """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
-    out = []
+    out, rank_score, columns = [], _rank_score(board.phase), board.phase.columns  # once: history has many rows
     for row in board.rows:
-        record: dict[str, Any] = {"rank": row.rank, **dict.fromkeys(_rank_score(board.phase), row.rank_score),
+        record: dict[str, Any] = {"rank": row.rank, **dict.fromkeys(rank_score, row.rank_score),
                                   "participant": row.participant, "submission": row.submission}
-        for column, value, error in zip(board.phase.columns, row.values, row.errors):
+        for column, value, error in zip(columns, row.values, row.errors):
             record[column.title] = value
             if column.error_path:
                 record[f"{column.title} error"] = error

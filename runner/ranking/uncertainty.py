@@ -84,18 +84,21 @@ def _kendall(reference: np.ndarray, rankings: np.ndarray) -> np.ndarray:
 
 
 def kendall_tau_b(reference: np.ndarray, rankings: np.ndarray, *, chunk_elements: int = 4_000_000) -> np.ndarray:
-    """Kendall's tau-b between `reference` and each row of `rankings`, all rows at once:
+    """Kendall's tau-b between the ranking `reference` and each row of `rankings` (ranks: whole numbers
+    or halves, as `rank_values` gives them), all rows at once:
     sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2)) over pairs, sx, sy the signs of the pair's
     differences (a tie counts 0), which is tau-b as scipy.stats.kendalltau computes it."""
     first, second = np.triu_indices(len(reference), k=1)  # each pair once: no n x n differences
     sx = np.sign(reference[first] - reference[second])
+    # In float32, which is several times faster here: ranks (halves at most) and the sums of signs are exact.
+    sx32, rankings32 = sx.astype(np.float32), rankings.astype(np.float32)
     out = np.empty(len(rankings))
     step = max(1, chunk_elements // max(1, len(sx)))
     for start in range(0, len(rankings), step):
-        block = rankings[start:start + step]
+        block = rankings32[start:start + step]
         sy = np.sign(block[:, first] - block[:, second])
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + step] = (sy @ sx) / np.sqrt((sx @ sx) * np.count_nonzero(sy, axis=1))
+            out[start:start + step] = (sy @ sx32).astype(np.float64) / np.sqrt((sx @ sx) * np.count_nonzero(sy, axis=1))
     return out
 
 
