@@ -4,9 +4,11 @@ A synthetic repository (results written as the runner writes them, with per-case
 per-case runner measurements) gets a git history made with `git fast-import`: the results land
 over `--days` days, one commit per challenge and day. Then, each timed:
 
-- page generation (`pages.generate`), fresh and again with nothing changed; target < 30 s;
-- its parts, timed alone in the same process: reading results, ranking, history snapshots,
-  ranking uncertainty;
+- page generation (`pages.generate`), fresh (its phases computed in one forked worker per core) and
+  again with nothing changed; target < 30 s;
+- its parts, timed alone in the same process, one after the other (so they add up to more than the
+  fresh generation on several cores): reading results, ranking, history snapshots (each result's row
+  made once per phase, as pages does), ranking uncertainty;
 - the site build with MkDocs (`sitebuild.build_site`), with the builder's peak RSS (getrusage of
   its children) and the size of build/site; targets < 5 minutes and < 1 GB;
 - a baseline built in the same run: MkDocs over as many plain Markdown pages, without results,
@@ -35,7 +37,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from runner.ranking.leaderboard import leaderboard
+from runner.ranking.leaderboard import Rows, leaderboard
 from runner.ranking.phase_uncertainty import ranking_uncertainty
 from runner.site import pages
 from runner.site.build import SiteConfig
@@ -143,17 +145,18 @@ def parts(store: Store) -> None:
     """Each part of page generation alone, to show where its time goes."""
     with timed("  reading results"):
         loaded = {(s, p): store.results(s, p) for s in store.slugs() for p in store.phases(s)}
+    made = {key: Rows(store.phase(*key)) for key in loaded}  # each result's row, shared by its phase's snapshots
     with timed("  ranking (one leaderboard per phase)"):
-        boards = {key: leaderboard(store.phase(*key), results) for key, results in loaded.items()}
+        boards = {key: leaderboard(made[key].phase, results, made=made[key]) for key, results in loaded.items()}
     history = History(store)
     current = {key: {str(store.paths.result_file(*key, r.participant, r.submission).relative_to(store.root)): r
                      for r in results} for key, results in loaded.items()}  # as pages shares them
     with timed("  history: walking git, reading blobs"):
         found = {key: [history.results(snap, current[key]) for snap in history.snapshots(*key)] for key in loaded}
     with timed("  history: ranking each snapshot"):
-        for (slug, phase), snaps in found.items():
+        for key, snaps in found.items():
             for results in snaps:
-                leaderboard(store.phase(slug, phase), results)
+                leaderboard(made[key].phase, results, made=made[key])
     with timed("  ranking uncertainty (bootstrap per phase)"):
         for key, board in boards.items():
             ranking_uncertainty(store.phase(*key), board, loaded[key])
