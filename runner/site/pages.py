@@ -23,6 +23,8 @@ import os
 import pickle
 import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -318,9 +320,10 @@ def _precompute(run: _Run, store: Store, pending: list[Pending]) -> None:
     global _forked
     _forked = (run, store, pending)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for _ in pool.imap_unordered(_precompute_one, range(len(pending))):
-                pass
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            list(pool.map(_precompute_one, range(len(pending))))
+    except BrokenProcessPool:  # a worker died (out of memory, say): the loop over phases computes what it left
+        pass
     finally:
         _forked = None
 
