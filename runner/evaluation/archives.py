@@ -238,12 +238,21 @@ def preserve_image(ref: str, *, executor: Executor, folder: Path) -> bool:
 
 
 def load_preserved(ref: str, *, executor: Executor, folder: Path) -> str | None:
-    """The image ID of `ref` loaded from its preserved archive; None if this runner kept none."""
+    """The image ID of `ref` loaded from its preserved archive; None if this runner kept none. The
+    loaded image must be the one saved (its ID beside the archive), or the archive is not used."""
     path = preserved_archive(folder, ref)
     if not path.is_file():
         return None
     try:
-        return executor.load_archive(path)
+        loaded = executor.load_archive(path)
     except (BadArchive, SandboxError) as exc:
         raise RunnerError(f"the preserved archive of {ref} ({path}) could not be loaded: {exc}",
                           transient=exc.transient) from None
+    try:
+        saved = json.loads(path.with_suffix(".json").read_text())["image_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        saved = None
+    if loaded != saved:
+        raise RunnerError(f"the preserved archive of {ref} ({path}) holds {loaded}, not the image {saved} saved "
+                          "for it: remove it and run `challenge preserve` again")
+    return loaded

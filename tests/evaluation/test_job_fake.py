@@ -689,6 +689,18 @@ def test_an_image_gone_upstream_runs_from_the_archive_this_runner_preserved(repo
     assert result_of(repo).status == "succeeded" and fake.loaded
 
 
+def test_a_preserved_archive_that_is_not_the_saved_image_is_not_used(repo, fake, config, tmp_path):
+    image = submit(repo, fake, Behaviour(write=threshold))
+    kept = tmp_path / "preserved"
+    preserve_image(image, executor=fake, folder=kept)
+    sidecar = next(kept.glob("*.json"))
+    sidecar.write_text(sidecar.read_text().replace(fake.image_id(image), "sha256:" + "9" * 64))
+    del fake.images[image]
+    store = Store(repo)
+    reports = run_jobs(everything(store), store=store, executor=fake, config=replace(config, preserved_dir=kept))
+    assert reports[0].status == "error" and "not the image sha256:999" in reports[0].detail  # left pending
+
+
 def test_each_stage_records_its_last_stderr_line(repo, fake, config):
     fake.add_image(EVALUATION, Behaviour(write=score, stderr="scored 3 cases\n"))
     submit(repo, fake, Behaviour(write=threshold, stderr="\x1b[31mwrote 3 masks\x1b[0m\n\n"))
