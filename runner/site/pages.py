@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from threadpoolctl import threadpool_limits
 
 from runner.ranking.leaderboard import (
     Leaderboard,
@@ -320,28 +321,40 @@ def _precompute(run: _Run, store: Store, pending: list[Pending]) -> None:
     global _forked
     _forked = (run, store, pending)
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            list(pool.map(_precompute_one, range(len(pending))))
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_one_thread) as pool:
+            for staged in pool.map(_precompute_one, range(len(pending))):
+                run.staged.update(staged)
     except BrokenProcessPool:  # a worker died (out of memory, say): the loop over phases computes what it left
         pass
     finally:
         _forked = None
 
 
-def _precompute_one(index: int) -> None:
+def _one_thread() -> None:
+    """A worker's numerical libraries use one thread: one worker per core already uses every core, and
+    OpenBLAS' threads, left to spin beside the other workers, took a fifth of the cold build's time."""
+    threadpool_limits(1)
+
+
+def _precompute_one(index: int) -> dict[str, Staged]:
+    """One pending phase into the memo, its files written to the staging folder; returns how they
+    were written, so the loop over phases finds them staged (`_holds`) and neither reads nor writes them."""
     assert _forked is not None
     run, store, pending = _forked
     challenge, phase, key = pending[index]
+    sub = replace(run, wanted={}, digests={}, kept=set(), left_out=[])
     try:
-        _phase(run, store, challenge, phase, key)
+        _phase(sub, store, challenge, phase, key)
     except Exception:  # the loop over phases computes this phase again and reports it there
-        pass
+        return {}
+    return {rel: _put(sub.stage, rel, sub.wanted[Path(rel)], digest) for rel, digest in sub.digests.items()}
 
 
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str | None) -> list[feeds.Entry]:
-    """A phase's files (`_phase_files`) and its feed entries, taken whole from the memo when none of
-    their inputs changed (`key`, from `_phase_key`), so a new result costs its own phase, not every
-    phase's results again."""
+    """A phase's files (`_phase_files`) and its feed entries. Where none of their inputs changed (`key`,
+    from `_phase_key`) and the staging folder holds the files as the last run wrote them, nothing is
+    computed or read: a new result costs its own phase, not every phase's results again."""
     files: dict[Path, bytes] | None = None
 
     def compute() -> bytes:
@@ -354,21 +367,12 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str
         digests = {str(rel): _digest(data) for rel, data in files.items()}
         return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
     digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
-    # The files themselves in a second entry, read only when the staging folder no longer holds them.
-    contents = f"files {key}"
-
-    def recompute() -> bytes:
-        compute()
-        return pickle.dumps(files, pickle.HIGHEST_PROTOCOL)
-    if files is not None:  # computed now (always, where no key)
-        if key:
-            run.phases.get(contents, lambda: pickle.dumps(files, pickle.HIGHEST_PROTOCOL))
-    elif all(_holds(run, rel, digest) for rel, digest in digests.items()):
-        run.phases.keep(contents)
+    if files is None and not all(_holds(run, rel, digest) for rel, digest in digests.items()):
+        compute()  # the staging folder lost or changed some of them: the same inputs make them again
+    if files is None:
         run.kept.update(digests)
     else:
-        files = pickle.loads(run.phases.get(contents, recompute))
-    run.wanted.update(files or {})
+        run.wanted.update(files)
     run.digests.update(digests)
     run.left_out.extend(left_out)
     run.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
@@ -627,16 +631,13 @@ def _sync(run: _Run, manifest: Path | None) -> list[Path]:
     stage.mkdir(parents=True, exist_ok=True)
     for path, data in run.wanted.items():
         rel = str(path)
-        target, digest = stage / rel, run.digests.get(rel)
+        digest = run.digests.get(rel)
         if digest is not None and _holds(run, rel, digest):
             recorded[rel] = run.staged[rel]
             continue
-        if not target.is_file() or target.stat().st_size != len(data) or target.read_bytes() != data:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        staged = _put(stage, rel, data, digest or "")
         if digest is not None:
-            info = target.stat()
-            recorded[rel] = (info.st_size, info.st_mtime_ns, digest)
+            recorded[rel] = staged
     keep = {os.path.join(stage, rel) for rel in [*map(str, run.wanted), *run.kept]}
     for folder, dirs, names in os.walk(stage, topdown=False):
         for name in names:
@@ -649,3 +650,20 @@ def _sync(run: _Run, manifest: Path | None) -> list[Path]:
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
     return sorted(map(Path, keep))
+
+
+def _put(stage: Path, rel: str, data: bytes, digest: str) -> Staged:
+    """Write `data` to the staged file `rel` unless it holds them already (its time then stays);
+    returns the file's size, time and `digest`, as `_holds` compares them."""
+    path = os.path.join(stage, rel)
+    try:
+        info = os.stat(path)
+        if info.st_size == len(data) and Path(path).read_bytes() == data:
+            return info.st_size, info.st_mtime_ns, digest
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as out:
+        out.write(data)
+        out.flush()
+        info = os.fstat(out.fileno())
+    return info.st_size, info.st_mtime_ns, digest
