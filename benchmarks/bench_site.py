@@ -42,7 +42,8 @@ from runner.ranking.phase_uncertainty import ranking_uncertainty
 from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.tree.history import History
-from runner.tree.model import Result, RunRecord
+from runner.tree.model import Result, RunRecord, SubmissionDetails
+from runner.tree.paths import result_path
 from runner.tree.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,6 +94,7 @@ def result(rng: random.Random, slug: str, phase: str, participant: str, sub: str
     return Result(challenge=slug, phase=phase, participant=participant, submission=sub, status="succeeded",
                   created_at=when, started_at=when, finished_at=when,
                   metrics={"case": per_case, "aggregates": aggregates}, runner_version="bench",
+                  details=SubmissionDetails(title=f"Submission {sub}"),  # the runner copies the submission's
                   algorithm=RunRecord(image=f"ghcr.io/{participant}/algo@{DIGEST}", exit_code=0,
                                       wall_time_s=sum(r["wall_time_s"] for r in runs.values()), cases=runs))
 
@@ -149,8 +151,8 @@ def parts(store: Store) -> None:
     with timed("  ranking (one leaderboard per phase)"):
         boards = {key: leaderboard(made[key].phase, results, made=made[key]) for key, results in loaded.items()}
     history = History(store)
-    current = {key: {str(store.paths.result_file(*key, r.participant, r.submission).relative_to(store.root)): r
-                     for r in results} for key, results in loaded.items()}  # as pages shares them
+    current = {key: {result_path(*key, r.participant, r.submission): r for r in results}
+               for key, results in loaded.items()}  # as pages shares them
     with timed("  history: walking git, reading blobs"):
         found = {key: [history.results(snap, current[key]) for snap in history.snapshots(*key)] for key in loaded}
     with timed("  history: ranking each snapshot"):

@@ -63,7 +63,7 @@ def bootstrap_summary(phase: Phase, frame: pd.DataFrame, spec: RankSpec) -> dict
     teams = sorted(summary.algorithms, key=lambda a: (summary.median_rank[a], summary.ci_high[a], a))
     frequencies = {}
     for team, ranks in zip(summary.algorithms, summary.ranks.T):
-        values, counts = np.unique(ranks, return_counts=True)
-        frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(values, counts)}
+        values, counts = np.unique(ranks, return_counts=True)  # as Python numbers: rounding numpy's is 10x slower
+        frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(values.tolist(), counts.tolist())}
     return {**summary.to_dict(), "algorithms": teams, "score": phase.score.title, "cases": int(frame["case"].nunique()),
             "rank_frequencies": frequencies, "significance": summary.significance.loc[teams, teams].to_numpy().tolist()}

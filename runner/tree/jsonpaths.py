@@ -7,10 +7,12 @@ import re
 from functools import cache
 from typing import Any
 
-from jsonpath_ng.jsonpath import JSONPath
+from jsonpath_ng.jsonpath import Fields, JSONPath
 from jsonpath_ng.parser import parse
 
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Per-case paths such as `case.*.dice`: plain names around one wildcard (optionally from `$.`).
+WILDCARD = re.compile(r"(\$\.)?(?P<head>[A-Za-z_][A-Za-z0-9_.]*?)\.\*\.(?P<tail>[A-Za-z_][A-Za-z0-9_.]*)")
 
 
 @cache
@@ -41,11 +43,56 @@ def _plain_keys(path: str) -> tuple[str, ...] | None:
 def lookup_all(document: Any, path: str) -> list[tuple[str, float]]:
     """Every (where, number) a JSONPath with wildcards matches, e.g. each case of `case.*.dice`;
     a match that is not a finite number is NaN, a missing value for the ranking methods."""
+    split = _wildcard(path)
+    found = _walk_wildcard(document or {}, *split) if split else None
+    if found is not None:  # most per-case paths: walk the dicts, 10x faster (a build reads 600,000 values)
+        return found
     out = []
     for match in compiled(path).find(document or {}):
         value = _number(match.value)
         out.append((str(match.full_path), math.nan if value is None else value))
     return out
+
+
+@cache
+def _wildcard(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    match = WILDCARD.fullmatch(path)
+    if match is None or not all(PLAIN.fullmatch(part) for part in (match["head"], match["tail"])):
+        return None
+    return tuple(match["head"].split(".")), tuple(match["tail"].split("."))
+
+
+def _walk_wildcard(document: Any, head: tuple[str, ...], tail: tuple[str, ...]) -> list[tuple[str, float]] | None:
+    """What `lookup_all` finds at head.*.tail, read from the dicts; None where something on the way is
+    not an object (a list, say), which the JSONPath reads its own way."""
+    node = document
+    for key in head:
+        if not isinstance(node, dict):
+            return None
+        if key not in node:
+            return []
+        node = node[key]
+    if not isinstance(node, dict):
+        return None
+    out = []
+    for name, value in node.items():
+        for key in tail:
+            if not isinstance(value, dict):
+                return None
+            if key not in value:
+                break
+            value = value[key]
+        else:
+            number = _number(value)
+            out.append((_where(head, name, tail), math.nan if number is None else number))
+    return out
+
+
+@cache
+def _where(head: tuple[str, ...], name: str, tail: tuple[str, ...]) -> str:
+    """The match's path as the JSONPath library writes it: plain names as they are, `name` in its own
+    quoting (`case.'case 1'.dice`)."""
+    return ".".join((*head, str(Fields(name)), *tail))
 
 
 def _number(value: Any) -> float | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
 from urllib.parse import urlsplit
 
+import orjson
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -746,6 +747,10 @@ class Result:
     def without_logs(self) -> Result:
         """This result less its logs: the full logs, and each run's last stderr line (a piece of them,
         public only as a failure's error). What the runner keeps whole, only it and the participant read."""
+        runs = (self.algorithm, self.evaluation, self.training)
+        if self.logs is None and all(run is None or run.last_line is None for run in runs):
+            return self  # most results: nothing to take out, and a site build asks for 60,000 of them
+
         def quiet(run: RunRecord | None) -> RunRecord | None:
             return replace(run, last_line=None) if run else None
 
@@ -1003,8 +1008,7 @@ def _exclusion_issues(file: ExclusionsFile) -> Iterator[Issue]:
 
 def load_result(path: Path) -> Result:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        result = Result.from_dict(data)
+        result = Result.from_dict(orjson.loads(path.read_bytes()))  # orjson: a build reads thousands, 4x faster
     except json.JSONDecodeError as exc:
         raise ModelError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
     except TypeError as exc:

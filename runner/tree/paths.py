@@ -37,7 +37,8 @@ NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data
 
 @dataclass(frozen=True)
 class TreePaths:
-    """The files of the tree whose repository root is `root`."""
+    """The files of the tree whose repository root is `root`. Each path is made in one `Path` call:
+    a build asks for the paths of 60,000 results several times, and `/` parses once per step."""
 
     root: Path
 
@@ -45,41 +46,49 @@ class TreePaths:
     def base(self) -> Path:
         return self.root / CHALLENGES
 
+    def _at(self, *parts: str) -> Path:
+        return Path(self.root, CHALLENGES, *parts)
+
     def challenge(self, slug: str) -> Path:
-        return self.base / slug
+        return self._at(slug)
 
     def challenge_file(self, slug: str) -> Path:
-        return self.base / slug / "challenge.yml"
+        return self._at(slug, "challenge.yml")
 
     def phases(self, slug: str) -> Path:
-        return self.base / slug / "phases"
+        return self._at(slug, "phases")
 
     def phase_file(self, slug: str, phase: str) -> Path:
-        return self.phases(slug) / f"{phase}.yml"
+        return self._at(slug, "phases", f"{phase}.yml")
 
     def submissions(self, slug: str) -> Path:
-        return self.base / slug / "submissions"
+        return self._at(slug, "submissions")
 
     def submission_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
-        return self.submissions(slug) / phase / participant / f"{sub_id}.yml"
+        return self._at(slug, "submissions", phase, participant, f"{sub_id}.yml")
 
     def results(self, slug: str, phase: str) -> Path:
-        return self.base / slug / "results" / phase
+        return self._at(slug, "results", phase)
 
     def result_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
-        return self.results(slug, phase) / participant / f"{sub_id}.json"
+        return Path(self.root, result_path(slug, phase, participant, sub_id))
 
     def approvals_file(self, slug: str, phase: str) -> Path:
-        return self.base / slug / "approvals" / f"{phase}.yml"
+        return self._at(slug, "approvals", f"{phase}.yml")
 
     def teams_file(self, slug: str) -> Path:
-        return self.base / slug / "teams.yml"
+        return self._at(slug, "teams.yml")
 
     def registrations(self, slug: str) -> Path:
-        return self.base / slug / "registrations"
+        return self._at(slug, "registrations")
 
     def evaluation(self, slug: str) -> Path:
-        return self.base / slug / "evaluation"
+        return self._at(slug, "evaluation")
+
+
+def result_path(slug: str, phase: str, participant: str, sub_id: str) -> str:
+    """A result file's repository path (as git names it), without making a Path."""
+    return f"{CHALLENGES}/{slug}/results/{phase}/{participant}/{sub_id}.json"
 
 
 def submission_of_result(rel: str) -> str | None:

@@ -138,7 +138,9 @@ class Store:
         """Of `results` (current or from history), those the public may know of now
         (`policy.visibility`; whether their scores show too is the phase's, not the result's)."""
         approved = self.approvals(phase.challenge, phase.slug) if not phase.auto_publish_new_results else set()
-        return [r for r in results if self.visibility(phase, r, now=None, approved=approved).listed]
+        now = dt.datetime.now(dt.UTC)  # once: the rule depends on the result only through its approval
+        listed = {flag: visibility(phase, now=now, approved=flag).listed for flag in (False, True)}
+        return [r for r in results if listed[f"{r.participant}/{r.submission}" in approved]]
 
     def visibility(self, phase: Phase, result: Result, *, now: dt.datetime | None,
                    approved: set[str] | None = None) -> Visibility:
