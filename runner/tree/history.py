@@ -5,15 +5,22 @@ a commit was on the leaderboard from that commit's date on. One `git log` walks 
 history backwards from HEAD, undoing each commit's changes, so every past state of every phase
 comes from a single pass; blobs are read once each through `git cat-file --batch`.
 Dates are committer dates in UTC; a day's state is the one after its last commit.
+
+History only grows, so a cache file (optional) keeps the parsed log and every phase's files at the
+commit it was read at: when HEAD has moved on along its first parents, only the new commits are read.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
+import pickle
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import orjson
 
 from runner.errors import ChallengeError
 from runner.tree.model import Result
@@ -41,11 +48,17 @@ class Snapshot:
     files: State
 
 
+class _Change(NamedTuple):
+    path: str
+    before: str | None  # the blob before the commit; None: the commit added the file
+    after: str | None  # the blob after it; None: the commit deleted the file
+
+
 @dataclass(frozen=True)
 class _Commit:
     sha: str
     at: dt.datetime
-    changes: list[tuple[str, str | None]]  # path, blob before the commit (None: the commit added it)
+    changes: list[_Change]
 
 
 def parse_when(text: str) -> dt.datetime:
@@ -61,9 +74,12 @@ def parse_when(text: str) -> dt.datetime:
 class History:
     """The results' history in the git repository that holds `store`'s tree."""
 
-    def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS):
-        self.store, self.limit = store, limit
+    CACHE_VERSION = 1
+
+    def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS, *, cache: Path | None = None):
+        self.store, self.limit, self.cache = store, limit, cache
         self._blobs: dict[str, Result | None] = {}
+        self._read_phases: set[str] = set()  # phases whose snapshots' blobs `results` has read
         self._days: dict[str, dict[dt.date, tuple[str, State]]] = {}  # per phase, as `snapshots` found them
         self._unchanged: State | None = None
         self._commits: list[_Commit] | None = None
@@ -108,12 +124,14 @@ class History:
         at once: one git process per phase, not per snapshot. `current`: results already read from
         the working tree, by path; one stands for its file's blob at HEAD where git sees the file
         unchanged since, so what did not change since it was committed is not read and parsed again."""
-        days = self._days.get(snapshot.phase, {})
-        if current:
-            head = self._unchanged_at_head()
-            self._blobs.update({head[path]: result for path, result in current.items()
-                                if path in head and head[path] not in self._blobs})
-        self._read({blob for _, state in days.values() for blob in state.values()} | set(snapshot.files.values()))
+        if snapshot.phase not in self._read_phases:
+            self._read_phases.add(snapshot.phase)
+            if current:
+                head = self._unchanged_at_head()
+                self._blobs.update({head[path]: result for path, result in current.items()
+                                    if path in head and head[path] not in self._blobs})
+            self._read({blob for _, state in self._days.get(snapshot.phase, {}).values() for blob in state.values()})
+        self._read(set(snapshot.files.values()))
         return self._results(snapshot.files)
 
     def _unchanged_at_head(self) -> State:
@@ -128,7 +146,8 @@ class History:
     def _heads(self) -> dict[str, State]:
         """Every phase's state at HEAD (read once; copy before changing it)."""
         if self._head_states is None:
-            self._head_states = self._head()
+            self._load()
+        assert self._head_states is not None
         return self._head_states
 
     def _phase_log(self) -> dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]]:
@@ -136,7 +155,7 @@ class History:
         if self._by_phase is None:
             self._by_phase = {}
             for commit in self._log():
-                for path, before in commit.changes:
+                for path, before, _ in commit.changes:
                     log = self._by_phase.setdefault(_phase_of(path), [])
                     if not log or log[-1][0] is not commit:
                         log.append((commit, []))
@@ -146,38 +165,80 @@ class History:
     def _walk(self) -> Iterator[tuple[_Commit, dict[str, State]]]:
         """Each commit that touched results, newest first, with every phase's state just after
         it. The states are undone in place as the walk goes on: copy what you keep."""
-        states = self._head()
+        states = {phase: dict(state) for phase, state in self._heads().items()}
         for commit in self._log():
             yield commit, states
-            for path, before in commit.changes:
+            for path, before, _ in commit.changes:
                 phase = states.setdefault(_phase_of(path), {})
                 if before is None:
                     phase.pop(path, None)
                 else:
                     phase[path] = before
 
-    def _head(self) -> dict[str, State]:
+    def _log(self) -> list[_Commit]:
+        """The commits that touched results, newest first (read once)."""
+        if self._commits is None:
+            self._load()
+        assert self._commits is not None
+        return self._commits
+
+    def _load(self) -> None:
+        """The log and the states at HEAD: from the cache where HEAD descends from the commit it was
+        read at along first parents (only the new commits are read), else from git whole."""
+        head = self._git("rev-parse", "HEAD").strip()
+        kept = self._cached()
+        new = self._since(kept[0], head) if kept else None
+        if kept and new is not None:
+            commits, states = [*new, *kept[1]], {phase: dict(state) for phase, state in kept[2].items()}
+            for commit in reversed(new):  # oldest first
+                for path, _, after in commit.changes:
+                    state = states.setdefault(_phase_of(path), {})
+                    if after is None:
+                        state.pop(path, None)
+                    else:
+                        state[path] = after
+        else:
+            commits, states = list(self._git_log(head)), self._head(head)
+        self._commits, self._head_states = commits, states
+        if self.cache is not None and not (kept and kept[0] == head):
+            self.cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.cache.with_suffix(".tmp")
+            temporary.write_bytes(pickle.dumps((self.CACHE_VERSION, head, commits, states), pickle.HIGHEST_PROTOCOL))
+            temporary.replace(self.cache)
+
+    def _cached(self) -> tuple[str, list[_Commit], dict[str, State]] | None:
+        try:
+            version, head, commits, states = pickle.loads(self.cache.read_bytes()) if self.cache else (0, "", [], {})
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+            return None
+        return (head, commits, states) if version == self.CACHE_VERSION else None
+
+    def _since(self, old: str, head: str) -> list[_Commit] | None:
+        """The commits after `old` on HEAD's first-parent line, newest first; None where `old` is not on it
+        (history rewritten, another branch)."""
+        if old == head:
+            return []
+        line = self._git("rev-list", "--first-parent", head).split()
+        if old not in line:
+            return None
+        return list(self._git_log(f"{old}..{head}"))
+
+    def _head(self, head: str) -> dict[str, State]:
         states: dict[str, State] = {}
-        for line in self._git("ls-tree", "-r", "HEAD", "--", CHALLENGES).splitlines():
+        for line in self._git("ls-tree", "-r", head, "--", CHALLENGES).splitlines():
             meta, path = line.split("\t", 1)
             if _is_result(path):
                 states.setdefault(_phase_of(path), {})[path] = meta.split()[2]
         return states
 
-    def _log(self) -> list[_Commit]:
-        """The commits that touched results, newest first (read once)."""
-        if self._commits is None:
-            self._commits = list(self._git_log())
-        return self._commits
-
-    def _git_log(self) -> Iterator[_Commit]:
+    def _git_log(self, commits: str) -> Iterator[_Commit]:
         out = self._git("log", "--first-parent", "--diff-merges=first-parent", "--relative", "--raw",
-                        "--no-abbrev", "--no-renames", "--format=%x00%H %cI", "HEAD", "--", CHALLENGES)
+                        "--no-abbrev", "--no-renames", "--format=%x00%H %cI", commits, "--", CHALLENGES)
         for block in out.split("\0")[1:]:
             header, *lines = block.strip("\n").splitlines()
             sha, when = header.split()
             changes = [_change(line) for line in lines if line.startswith(":")]
-            changes = [(path, before) for path, before in changes if _is_result(path)]
+            changes = [change for change in changes if _is_result(change.path)]
             if changes:
                 yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
 
@@ -228,17 +289,17 @@ def _phase_of(path: str) -> str:
     return phase_of_result(path) or ""
 
 
-def _change(line: str) -> tuple[str, str | None]:
-    """A `--raw` line, `:100644 100644 <before> <after> M<TAB>path`: the path and its blob before."""
+def _change(line: str) -> _Change:
+    """A `--raw` line, `:100644 100644 <before> <after> M<TAB>path`."""
     meta, path = line.split("\t", 1)
-    before, status = meta.split()[2], meta.split()[4]
-    return path, None if status == "A" else before
+    _, _, before, after, status = meta.split()[:5]
+    return _Change(path, None if status == "A" else before, None if status == "D" else after)
 
 
 def _parse(data: bytes) -> Result | None:
     """A historic result file; one that is not a result record (hand-edited, older schema) is skipped."""
     try:
-        return Result.from_dict(json.loads(data))
+        return Result.from_dict(orjson.loads(data))
     except (ValueError, TypeError):
         return None
 

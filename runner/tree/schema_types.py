@@ -12,11 +12,11 @@ import datetime as dt
 import re
 from typing import Annotated, Any
 
-from jsonpath_ng.parser import parse as parse_jsonpath
 from pydantic import AfterValidator, Field, PlainValidator, Strict, WithJsonSchema
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
+from runner.tree.jsonpaths import compiled
 from runner.tree.references import SHA256, check_image_ref
 
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -70,7 +70,7 @@ def _schema(schema: dict[str, Any], kind: str) -> WithJsonSchema:
 
 def _jsonpath(value: str) -> str:
     try:
-        parse_jsonpath(value)
+        compiled(value)  # cached: a site build reads every phase, mostly with the same few paths
     except Exception as exc:  # jsonpath_ng raises several unrelated types
         raise refuse(f"{value!r} is not a JSONPath: {exc}") from None
     return value

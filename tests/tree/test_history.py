@@ -146,3 +146,41 @@ def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):
     assert light.snapshot_days(CHALLENGE, PHASE) == expected and len(expected) == 3
     assert light._days == {}  # no state was rebuilt
     assert full.snapshot_days(CHALLENGE, PHASE) == expected and light.snapshot_days(CHALLENGE, "none") == []
+
+
+def _everything(history: History) -> tuple:
+    """What a History tells of the example phase: its log, its snapshots and their results."""
+    snaps = history.snapshots(CHALLENGE, PHASE)
+    return (history._log(), history._heads(), [(s.day, s.commit, s.files) for s in snaps],
+            [[(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in history.results(s)] for s in snaps])
+
+
+def test_the_history_cache_reads_only_new_commits_and_agrees_with_git(history_repo, monkeypatch):
+    cache = history_repo / "build" / "history.pickle"
+    first = _everything(History(Store(history_repo), cache=cache))
+    assert cache.is_file() and _everything(History(Store(history_repo), cache=cache)) == first
+    commit(history_repo, "2026-03-08T10:00:00Z")  # carol's result lands
+    (history_repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json").unlink()
+    commit(history_repo, "2026-03-09T10:00:00Z")  # alice's is removed
+    logged: list[str] = []
+    history = History(Store(history_repo), cache=cache)
+    git = history._git
+    monkeypatch.setattr(history, "_git", lambda *args: logged.append(args[-3] if args[0] == "log" else args[0])
+                        or git(*args))
+    cached = _everything(history)
+    assert cached == _everything(History(Store(history_repo)))  # as read from git whole
+    ranges = [a for a in logged if ".." in a]
+    assert "ls-tree" not in logged and len(ranges) == 1  # the new commits alone; HEAD's files are not listed
+    assert [p for p in cached[1][f"{CHALLENGE}/{PHASE}"]] == [
+        f"challenges/{CHALLENGE}/results/{PHASE}/carol/v1.json"]
+
+
+def test_a_rewritten_history_is_read_whole_again(history_repo):
+    cache = history_repo / "build" / "history.pickle"
+    _everything(History(Store(history_repo), cache=cache))
+    subprocess.run(["git", "reset", "-q", "--hard", "HEAD~2"], cwd=history_repo, check=True)
+    add_result(history_repo, "dave", "v1", 0.3)
+    commit(history_repo, "2026-03-10T10:00:00Z")  # HEAD no longer descends from the cached commit
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+    cache.write_bytes(b"not a pickle")
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
