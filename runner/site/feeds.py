@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,15 +59,19 @@ class Feed:
 
 
 def write(wanted: dict[Path, bytes], *, store: Store, entries: list[CatalogEntry], news: dict[str, list[Entry]],
-          now: dt.datetime, site_url: str | None = None) -> None:
+          now: dt.datetime, site_url: str | None = None,
+          memo: Callable[[str, Callable[[], bytes]], bytes] = lambda _, make: make()) -> None:
     """Every feed into the staging folder. `news`: per challenge, its `result_entries` (gathered while
     the pages read each phase's results, so they are read once). Challenges' links go to their page here
-    where it has one."""
+    where it has one. `memo` keeps each feed's Atom under its inputs (pages' Memo), so a new result
+    writes its challenge's feed again, not all of them."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
     feeds = [new_challenges(store, entries, pages), deadlines(entries, now=now, pages=pages)]
     feeds += [results_feed(e, news.get(e.challenge.slug, [])) for e in entries if e.phases]
+    day = now.date()  # an empty feed is dated by the day it was built on (`atom`)
     for feed in feeds:
-        wanted[feed.path] = atom(feed, site_url=site_url, now=now)
+        wanted[feed.path] = memo(f"feed {site_url} {'' if feed.entries else day} {feed!r}",
+                                 lambda feed=feed: atom(feed, site_url=site_url, now=now))
 
 
 def _page(entry: CatalogEntry, pages: set[str]) -> str:

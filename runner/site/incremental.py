@@ -64,6 +64,8 @@ class Cache:
     # src_uri -> hash of its rendering's inputs, and its output's size and time as written (another
     # builder writing into the same folder does not pass for this one)
     rendered: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    # src_uri -> hash of its rendering's inputs, and the search index entries the search plugin made of it
+    indexed: dict[str, tuple[str, list[Any]]] = field(default_factory=dict)
 
 
 class _Recording:
@@ -127,25 +129,43 @@ def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> No
     for template in config.theme.static_templates:
         _build_theme_template(template, env, files, config, nav)
     navigation = _nav_hash(nav, doc_files)
-    rendered = {}
+    rendered, indexed, index = {}, {}, _search_entries(config)
     for file in doc_files:
         page = file.page
         assert page is not None
         inputs = _page_hash(site, navigation, page)
+        start = len(index) if index is not None else 0
         if cache.rendered.get(file.src_uri) == (inputs, *_written(file.abs_dest_path)):
-            # The output stands; the search plugin still indexes the page.
-            config.plugins.on_page_context(get_context(nav, doc_files, config, page), page=page, config=config,
-                                           nav=nav)
+            # The output stands; the search index still gets the page's entries, as last time where known.
+            kept = cache.indexed.get(file.src_uri)
+            if index is not None and kept is not None and kept[0] == inputs:
+                index.extend(kept[1])
+            else:
+                config.plugins.on_page_context(get_context(nav, doc_files, config, page), page=page, config=config,
+                                               nav=nav)
         else:
             _build_page(page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
         rendered[file.src_uri] = (inputs, *_written(file.abs_dest_path))
+        if index is not None:
+            indexed[file.src_uri] = (inputs, index[start:])
     level = config.validation.links.anchors
     for file in doc_files:
         assert file.page is not None
         file.page.validate_anchor_links(files=files, log_level=level)
     config.plugins.on_post_build(config=config)
     _remove_stale(Path(config.site_dir), {f.abs_dest_path for f in files if inclusion(f.inclusion)})
-    _save(cache_file, Cache(site, converted, rendered))
+    _save(cache_file, Cache(site, converted, rendered, indexed))
+
+
+def _search_entries(config: MkDocsConfig) -> list[Any] | None:
+    """Material's search index entries (a list each page's sections are appended to), which a page
+    whose rendering inputs are unchanged gets back from the cache instead of being parsed again (its
+    HTML parse was a third of a build that changed one page); None with another search plugin."""
+    for plugin in config.plugins.values():
+        entries = getattr(getattr(plugin, "search_index", None), "entries", None)
+        if type(plugin).__module__.startswith("material.plugins.search") and isinstance(entries, list):
+            return entries
+    return None
 
 
 def _convert(page: Page, config: MkDocsConfig, files: Files,
@@ -235,4 +255,7 @@ def _save(path: Path, cache: Cache) -> None:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s - %(message)s")
-    sys.exit(main(sys.argv[1:]))
+    # The package's own module, not this __main__ copy: the cache pickles its classes by module name.
+    from runner.site.incremental import main as package_main
+
+    sys.exit(package_main(sys.argv[1:]))

@@ -107,7 +107,7 @@ class Memo:
     in `folder` under a hash of those inputs and of the code that computes them: history does not
     change, so a rebuild ranks only what is new. No folder: nothing is kept."""
 
-    MODULES = ("tree/history", "tree/jsonpaths", "tree/model", "site/pages", "ranking/methods",
+    MODULES = ("tree/history", "tree/jsonpaths", "tree/model", "site/pages", "site/feeds", "ranking/methods",
                "ranking/leaderboard", "ranking/uncertainty")
 
     def __init__(self, folder: Path | None):
@@ -225,7 +225,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         log(line)
     site_url = catalog.site_url(store.root)
     catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
-    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url)
+    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=run.memo.get)
     _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
@@ -654,7 +654,7 @@ def _sync(run: _Run, manifest: Path | None) -> list[Path]:
     if manifest:
         manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
-    return sorted(map(Path, keep))
+    return [Path(path) for path in sorted(keep)]  # sorted as text: sorting 17,000 Paths costs 0.3 s
 
 
 def _put(stage: Path, rel: str, data: bytes, digest: str) -> Staged:

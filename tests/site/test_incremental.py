@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import filecmp
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ def test_incremental_builds_equal_clean_builds_as_results_and_pages_change(repo,
     build_twice(repo, tmp_path / "third")
     assert differences(site, tmp_path / "third") == []
     assert "carol" in leaderboard.read_text() and viewer.stat().st_mtime_ns == before
+    kept = pickle.loads(site.with_name(f".{site.name}-mkdocs-cache").read_bytes()).indexed
+    assert kept[f"{CHALLENGE}/index.md"][1]  # an unchanged page: its search entries came from the cache, and equal
 
     (repo / "challenges" / CHALLENGE / "faq.md").unlink()  # a page removed: its output goes too
     build_twice(repo, tmp_path / "fourth")
