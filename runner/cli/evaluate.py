@@ -106,7 +106,8 @@ def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Name
     warm = getattr(args, "executor", None)  # set by a warm runner (`challenge runner`), which keeps it open
     executor, base = warm or runner_executor(args.base_image, gpus=bool(config.gpu_ids))
     with contextlib.nullcontext() if warm else contextlib.closing(executor):
-        reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun)
+        reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun,
+                                sweep_dead=getattr(args, "sweep_dead", True))  # a warm runner decides (`warm`)
     return 1 if any(r.status == "error" for r in reports) else 0
 
 

@@ -20,11 +20,13 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import signal
 import socket
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from .evaluate import runner_executor
 from .warm_client import forwarded
 
 READ_TIMEOUT_S = 30.0  # a connection that sends no request, or a client that stops reading, is dropped
+SWEEP_EVERY_S = 60.0  # what dead runners left is swept at the first job, then at most this often
 
 
 def register(sub) -> None:
@@ -99,6 +102,14 @@ class _Warm:
 
     def __init__(self) -> None:
         self.executors: dict[tuple[bool, str | None], tuple[Executor, str]] = {}
+        self.swept_at = -math.inf  # time.monotonic() of the last job that swept
+
+    def sweep_due(self) -> bool:
+        """Whether this job sweeps: a sweep is a few requests to the engine, a tenth of a do-nothing job."""
+        if time.monotonic() - self.swept_at < SWEEP_EVERY_S:
+            return False
+        self.swept_at = time.monotonic()
+        return True
 
     def executor(self, base_image: str | None, *, gpus: bool) -> tuple[Executor, str]:
         key = (gpus, base_image)
@@ -137,6 +148,7 @@ class _Warm:
             return 2
         try:
             args.executor = self.executor(args.base_image, gpus=bool(args.gpus.strip()))
+            args.sweep_dead = self.sweep_due()
         except ChallengeError as exc:  # no engine yet, no base image: this job's error, as evaluate says it
             err.print(f"error: {exc}", markup=False)
             return 1

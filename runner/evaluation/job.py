@@ -176,18 +176,19 @@ class _Job:
         ref, runs = self.ref, self._plan(inputs)
         measured: dict[str, dict[str, Any]] = {}
         per_case = runs[0].name is not None
-        with self._area(self.phase.algorithm) as area:
-            # Runs go in case order, so the first one failing stops the job before the rest spend GPU time.
-            for index, run in enumerate(runs):
-                try:
+        # Runs go in case order, so the first one failing stops the job before the rest spend GPU time.
+        for index, run in enumerate(runs):
+            try:
+                # An area per run: the engine's pool empties the one a run gave back while the next one runs.
+                with self._area(self.phase.algorithm) as area:
                     measured[run.name or ""] = self._algorithm_run(area, image_id, run)
-                except ContainerFailed as failure:
-                    if failure.measured is not None:
-                        measured[run.name or ""] = failure.measured
-                    failure.record = self._fold(ref, image_id, measured, per_case=per_case)
-                    raise
-                if run.name is not None:
-                    self.on_case(run.name, index, len(runs), measured[run.name])
+            except ContainerFailed as failure:
+                if failure.measured is not None:
+                    measured[run.name or ""] = failure.measured
+                failure.record = self._fold(ref, image_id, measured, per_case=per_case)
+                raise
+            if run.name is not None:
+                self.on_case(run.name, index, len(runs), measured[run.name])
         if self.phase.evaluation_interface == "grand-challenge":
             (self.predictions / gc.PREDICTIONS).write_text(json.dumps(self.jobs, indent=2))
         return self._fold(ref, image_id, measured, per_case=per_case)

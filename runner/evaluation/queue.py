@@ -63,11 +63,14 @@ def evaluation_image(phase: Phase, store: Store, *, executor: Executor, base: st
 def run_jobs(submissions: Iterable[Submission], *, store: Store, executor: Executor, config: RunnerConfig,
              base: str | None = None, rerun: bool = False, retry: Retry = Retry(),
              on_done: Callable[[JobReport], None] = lambda report: None,
-             on_case: CaseCallback | None = None, log: Log = lambda line: None) -> list[JobReport]:
+             on_case: CaseCallback | None = None, log: Log = lambda line: None,
+             sweep_dead: bool = True) -> list[JobReport]:
     """Evaluate each submission in turn and write its result; `log` hears of each retry. First, what
-    dead runners left is removed; after each submission, the output cache is brought within bounds."""
+    dead runners left is removed (unless `sweep_dead` is False: a warm runner sweeps now and then, not
+    per job); after each submission, the output cache is brought within bounds."""
     queue = _Queue(store, executor, config, base, retry, on_case, log)
-    sweep(executor, config, log=log)
+    if sweep_dead:
+        sweep(executor, config, log=log)
     cache = config.output_cache()
     reports = []
     for submission in submissions:

@@ -24,6 +24,7 @@ import docker
 import docker.errors
 import docker.types
 import requests
+from docker.models.containers import _create_container_args
 
 from runner.execution import archives, baseimage
 from runner.execution.archives import BadArchive
@@ -209,6 +210,8 @@ class DockerEngine:
         if self._client is None:
             try:
                 self._client = docker.from_env()
+                if self._client.api.base_url.startswith("http+docker://"):  # a local socket: no proxy applies,
+                    self._client.api.trust_env = False  # and requests would read the environment per request
                 self._client.ping()
             except (docker.errors.DockerException, requests.RequestException) as exc:
                 raise SandboxError(f"cannot reach the Docker engine: {exc}", transient=True) from None
@@ -362,9 +365,9 @@ class DockerEngine:
         the same ones at this moment; what it removed first is not an error."""
         found = 0
         with engine_errors("cleaning up"):
-            # ignore_removed: a container another runner removes between listing and inspecting is simply gone
-            for container in self.client.containers.list(all=True, filters={"label": OWNER}, ignore_removed=True):
-                if _orphaned(container.labels):
+            # sparse: the listing's own labels, without inspecting each container (a job's sweep was 4 requests)
+            for container in self.client.containers.list(all=True, filters={"label": OWNER}, sparse=True):
+                if _orphaned(container.attrs.get("Labels") or {}):
                     found += _removed(container.remove, force=True)
             for volume in self.client.volumes.list(filters={"label": OWNER}):
                 if _orphaned(volume.attrs.get("Labels") or {}):
@@ -374,7 +377,7 @@ class DockerEngine:
     def remove_labelled(self, job: str) -> int:
         """Remove containers left by a runner that died while running `job`."""
         with engine_errors("cleaning up"):
-            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}, ignore_removed=True)
+            found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}, sparse=True)
             return sum(_removed(container.remove, force=True) for container in found)
 
     # --- runs --------------------------------------------------------------------------------
@@ -409,8 +412,11 @@ class DockerEngine:
             output.dirty = True
             memory += output.size  # what it writes to the tmpfs is charged to its memory: /output's own budget
         devices = [docker.types.DeviceRequest(device_ids=list(spec.gpus), capabilities=[["gpu"]])] if spec.gpus else []
-        return self.client.containers.create(
-            spec.image,
+        # containers.create's own translation of its options, without the inspection it adds after creating:
+        # a job creates two containers, and the engine's answer holds all a run needs (its ID).
+        created = self.client.api.create_container(**_create_container_args(dict(
+            image=spec.image,
+            version=self.client.api._version,
             command=list(spec.command) if spec.command else None,
             user=spec.user,
             network_mode="none",
@@ -432,7 +438,8 @@ class DockerEngine:
             environment={"HOME": "/tmp"},
             labels={OWNER: self._owner, **({LABEL: spec.job} if spec.job else {})},
             detach=True,
-        )
+        )))
+        return self.client.containers.prepare_model({"Id": created["Id"]})
 
     def _start_and_wait(self, container, spec: RunSpec) -> Outcome:
         gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)
@@ -442,17 +449,18 @@ class DockerEngine:
             exit_code, timed_out, stopped = _wait(container, spec)
             wall = time.monotonic() - started
         container.reload()
+        stdout, stderr, both = _logs(container)
         return Outcome(
             exit_code=exit_code,
             wall_time_s=round(wall, 3),
             timed_out=timed_out,
             stopped=stopped,
             oom_killed=bool(container.attrs["State"].get("OOMKilled")) and not timed_out and not stopped,
-            stderr_tail=_tail(container, stderr=True),
-            stdout_tail=_tail(container, stderr=False),
+            stderr_tail=_tail(stderr),
+            stdout_tail=_tail(stdout),
             peak_memory_bytes=max(memory.samples, default=None),
             gpu=flare_gpu_summary(gpus.samples),
-            logs=container.logs(stdout=True, stderr=True).decode("utf-8", errors="replace")[-spec.log_bytes:],
+            logs=both.decode("utf-8", errors="replace")[-spec.log_bytes:],
         )
 
 
@@ -505,6 +513,23 @@ def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
         return container.wait(timeout=30).get("StatusCode"), reason is None, reason
 
 
-def _tail(container, *, stderr: bool) -> list[str]:
-    raw = container.logs(stdout=not stderr, stderr=stderr, tail=TAIL_LINES)
-    return raw.decode("utf-8", errors="replace").splitlines()
+def _logs(container) -> tuple[bytes, bytes, bytes]:
+    """The run's stdout, stderr, and both as they came, from one request: the engine frames each chunk
+    of a container without a terminal with its stream (1 stdout, 2 stderr) and its size."""
+    api = container.client.api
+    url = f"{api.base_url}/v{api.api_version}/containers/{container.id}/logs"
+    with api.get(url, params={"stdout": 1, "stderr": 1}, timeout=api.timeout) as response:
+        response.raise_for_status()
+        raw = response.content
+    out, err, both, at = [], [], [], 0
+    while at + 8 <= len(raw):
+        size = int.from_bytes(raw[at + 4:at + 8], "big")
+        chunk = raw[at + 8:at + 8 + size]
+        (err if raw[at] == 2 else out).append(chunk)
+        both.append(chunk)
+        at += 8 + size
+    return b"".join(out), b"".join(err), b"".join(both)
+
+
+def _tail(stream: bytes) -> list[str]:
+    return stream.decode("utf-8", errors="replace").splitlines()[-TAIL_LINES:]
