@@ -515,18 +515,22 @@ def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
 
 def _logs(container) -> tuple[bytes, bytes, bytes]:
     """The run's stdout, stderr, and both as they came, from one request: the engine frames each chunk
-    of a container without a terminal with its stream (1 stdout, 2 stderr) and its size."""
+    of a container without a terminal (`_create` gives none one) with its stream (1 stdout, 2 stderr;
+    others are the engine's own) and its size."""
     api = container.client.api
     url = f"{api.base_url}/v{api.api_version}/containers/{container.id}/logs"
     with api.get(url, params={"stdout": 1, "stderr": 1}, timeout=api.timeout) as response:
-        response.raise_for_status()
+        if not response.ok:
+            raise SandboxError(f"reading the logs: the engine answered {response.status_code}",
+                               transient=response.status_code >= 500)
         raw = response.content
     out, err, both, at = [], [], [], 0
     while at + 8 <= len(raw):
         size = int.from_bytes(raw[at + 4:at + 8], "big")
         chunk = raw[at + 8:at + 8 + size]
-        (err if raw[at] == 2 else out).append(chunk)
-        both.append(chunk)
+        if raw[at] in (1, 2):
+            (out if raw[at] == 1 else err).append(chunk)
+            both.append(chunk)
         at += 8 + size
     return b"".join(out), b"".join(err), b"".join(both)
 

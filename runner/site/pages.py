@@ -208,8 +208,9 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
     _site_pages(store.base, wanted)
     keys = {(e.challenge.slug, p.slug): _phase_key(run, store, e.challenge, p) for e in entries for p in e.phases}
+    staged = stage.is_dir() and bool(run.staged)  # else every phase's files are to be written again
     _precompute(run, store, [(e.challenge, p, key) for e in entries for p in e.phases
-                             if (key := keys[e.challenge.slug, p.slug]) and not run.phases.holds(key)])
+                             if (key := keys[e.challenge.slug, p.slug]) and not (staged and run.phases.holds(key))])
     for entry in entries:
         _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
         _phases_section(run, entry)
@@ -219,13 +220,13 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
                 _phase(run, store, entry.challenge, phase, keys[entry.challenge.slug, phase.slug]))
         for spec in entry.challenge.combined_leaderboards:
             _combined_page(run, store, entry.challenge, spec)
-    run.memo.prune()
-    run.phases.prune()
     for line in run.left_out:
         log(line)
     site_url = catalog.site_url(store.root)
     catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
     feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=run.memo.get)
+    run.memo.prune()  # after the feeds, which the memo keeps too
+    run.phases.prune()
     _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
     for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
@@ -349,9 +350,10 @@ def _precompute_one(index: int) -> dict[str, Staged]:
     sub = replace(run, wanted={}, digests={}, kept=set(), left_out=[])
     try:
         _phase(sub, store, challenge, phase, key)
+        # What it found staged already (another build got there first) is not in `wanted`: nothing to write.
+        return {str(rel): _put(sub.stage, str(rel), data, sub.digests[str(rel)]) for rel, data in sub.wanted.items()}
     except Exception:  # the loop over phases computes this phase again and reports it there
         return {}
-    return {rel: _put(sub.stage, rel, sub.wanted[Path(rel)], digest) for rel, digest in sub.digests.items()}
 
 
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str | None) -> list[feeds.Entry]:
@@ -530,7 +532,10 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
 def _json(data: Any) -> bytes:
     # orjson: the staged data files are most of a build's bytes (350 MiB at 60,000 results), written 5x
     # faster than by the json module; compact UTF-8 as before, a non-finite number written as null.
-    return orjson.dumps(data, default=vars, option=orjson.OPT_SERIALIZE_NUMPY)
+    try:
+        return orjson.dumps(data, default=vars, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson does not write (an integer past 64 bits in a metric): as the json module does
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
 
 
 def _reference(wanted: dict[Path, bytes]) -> None:

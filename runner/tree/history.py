@@ -13,6 +13,8 @@ commit it was read at: when HEAD has moved on along its first parents, only the 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import os
 import pickle
 import subprocess
 from collections.abc import Iterator
@@ -23,11 +25,14 @@ from typing import NamedTuple
 import orjson
 
 from runner.errors import ChallengeError
+from runner.tree import paths
 from runner.tree.model import Result
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.store import Store
 
 MAX_SNAPSHOTS = 20
+# The code that reads the log and decides what a result's path is: a cache written by other code is read again.
+_CODE = hashlib.sha256(Path(__file__).read_bytes() + Path(paths.__file__).read_bytes()).hexdigest()
 
 
 class HistoryError(ChallengeError):
@@ -73,8 +78,6 @@ def parse_when(text: str) -> dt.datetime:
 
 class History:
     """The results' history in the git repository that holds `store`'s tree."""
-
-    CACHE_VERSION = 1
 
     def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS, *, cache: Path | None = None):
         self.store, self.limit, self.cache = store, limit, cache
@@ -185,8 +188,8 @@ class History:
     def _load(self) -> None:
         """The log and the states at HEAD: from the cache where HEAD descends from the commit it was
         read at along first parents (only the new commits are read), else from git whole."""
-        head = self._git("rev-parse", "HEAD").strip()
-        kept = self._cached()
+        shallow, head = self._git("rev-parse", "--is-shallow-repository", "HEAD").split()
+        kept = self._cached() if shallow == "false" else None  # a shallow clone's oldest commit adds everything
         new = self._since(kept[0], head) if kept else None
         if kept and new is not None:
             commits, states = [*new, *kept[1]], {phase: dict(state) for phase, state in kept[2].items()}
@@ -200,10 +203,10 @@ class History:
         else:
             commits, states = list(self._git_log(head)), self._head(head)
         self._commits, self._head_states = commits, states
-        if self.cache is not None and not (kept and kept[0] == head):
+        if self.cache is not None and shallow == "false" and not (kept and kept[0] == head):
             self.cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.cache.with_suffix(".tmp")
-            temporary.write_bytes(pickle.dumps((self.CACHE_VERSION, head, commits, states), pickle.HIGHEST_PROTOCOL))
+            temporary = self.cache.with_suffix(f".{os.getpid()}.tmp")  # two builds at once each write whole
+            temporary.write_bytes(pickle.dumps((_CODE, head, commits, states), pickle.HIGHEST_PROTOCOL))
             temporary.replace(self.cache)
 
     def _cached(self) -> tuple[str, list[_Commit], dict[str, State]] | None:
@@ -211,7 +214,7 @@ class History:
             version, head, commits, states = pickle.loads(self.cache.read_bytes()) if self.cache else (0, "", [], {})
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
             return None
-        return (head, commits, states) if version == self.CACHE_VERSION else None
+        return (head, commits, states) if version == _CODE else None
 
     def _since(self, old: str, head: str) -> list[_Commit] | None:
         """The commits after `old` on HEAD's first-parent line, newest first; None where `old` is not on it

@@ -76,3 +76,10 @@ def test_an_unchanged_phase_restores_staged_files_changed_behind_its_back(scored
     table.write_bytes(table.read_bytes()[::-1])  # the same size, another content
     (stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").unlink()
     assert generate(scored, cache=cache) == first
+
+
+def test_unchanged_feeds_come_from_the_cache(scored, monkeypatch):
+    cache = scored / "build" / "page-cache"
+    first = generate(scored, cache=cache)
+    monkeypatch.setattr(pages.feeds, "atom", lambda *a, **k: pytest.fail("an unchanged feed was written again"))
+    assert generate(scored, cache=cache) == first
