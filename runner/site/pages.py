@@ -58,6 +58,7 @@ from runner.tree.model import (
 )
 from runner.tree.paths import result_path
 from runner.tree.policy import public_record, visibility, withholds
+from runner.tree.records import write_atomic
 from runner.tree.reference import reference_markdown
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
@@ -122,10 +123,7 @@ class Memo:
         if path.is_file():
             return path.read_bytes()
         data = compute()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(data)
-        temporary.replace(path)
+        write_atomic(path, data, durable=False)
         return data
 
     def holds(self, inputs: str) -> bool:

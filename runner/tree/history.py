@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import pickle
 import subprocess
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from runner.errors import ChallengeError
 from runner.tree import paths
 from runner.tree.model import Result
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
+from runner.tree.records import write_atomic
 from runner.tree.store import Store
 
 MAX_SNAPSHOTS = 20
@@ -115,10 +115,7 @@ class History:
                 if commit.at.date() not in days and len(days) < self.limit:
                     days[commit.at.date()] = (commit.sha, dict(state))
                 for path, before in changes:
-                    if before is None:
-                        state.pop(path, None)
-                    else:
-                        state[path] = before
+                    _set(state, path, before)
             self._days[key] = days
         return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days[key].items())]
 
@@ -172,11 +169,7 @@ class History:
         for commit in self._log():
             yield commit, states
             for path, before, _ in commit.changes:
-                phase = states.setdefault(_phase_of(path), {})
-                if before is None:
-                    phase.pop(path, None)
-                else:
-                    phase[path] = before
+                _set(states.setdefault(_phase_of(path), {}), path, before)
 
     def _log(self) -> list[_Commit]:
         """The commits that touched results, newest first (read once)."""
@@ -195,19 +188,13 @@ class History:
             commits, states = [*new, *kept[1]], {phase: dict(state) for phase, state in kept[2].items()}
             for commit in reversed(new):  # oldest first
                 for path, _, after in commit.changes:
-                    state = states.setdefault(_phase_of(path), {})
-                    if after is None:
-                        state.pop(path, None)
-                    else:
-                        state[path] = after
+                    _set(states.setdefault(_phase_of(path), {}), path, after)
         else:
             commits, states = list(self._git_log(head)), self._head(head)
         self._commits, self._head_states = commits, states
         if self.cache is not None and shallow == "false" and not (kept and kept[0] == head):
-            self.cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.cache.with_suffix(f".{os.getpid()}.tmp")  # two builds at once each write whole
-            temporary.write_bytes(pickle.dumps((_CODE, head, commits, states), pickle.HIGHEST_PROTOCOL))
-            temporary.replace(self.cache)
+            write_atomic(self.cache, pickle.dumps((_CODE, head, commits, states), pickle.HIGHEST_PROTOCOL),
+                         durable=False)
 
     def _cached(self) -> tuple[str, list[_Commit], dict[str, State]] | None:
         try:
@@ -290,6 +277,14 @@ def _is_result(path: str) -> bool:
 
 def _phase_of(path: str) -> str:
     return phase_of_result(path) or ""
+
+
+def _set(state: State, path: str, blob: str | None) -> None:
+    """The file at `path` holds `blob` in `state`; None: there is no such file."""
+    if blob is None:
+        state.pop(path, None)
+    else:
+        state[path] = blob
 
 
 def _change(line: str) -> _Change:

@@ -108,15 +108,17 @@ def read_sealed(public: Path, keys: Keys) -> Result | None:
         return None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Through a temporary file and a rename, so a reader never sees half a file."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Through a temporary file of its own and a rename, so a reader never sees half a file (nor two
+    writers' halves). `durable`: synced to disk first; a cache, which a crash only makes recomputed, is not."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
