@@ -119,7 +119,9 @@ class Memo:
     def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
         if self.folder is None:
             return compute()
-        path = self.folder / self.keep(inputs)
+        name = self._name(inputs)
+        self.used.add(name)  # `prune` keeps it
+        path = self.folder / name
         if path.is_file():
             return path.read_bytes()
         data = compute()
@@ -129,12 +131,6 @@ class Memo:
     def holds(self, inputs: str) -> bool:
         """Whether an entry is kept, without marking it used."""
         return self.folder is not None and (self.folder / self._name(inputs)).is_file()
-
-    def keep(self, inputs: str) -> str:
-        """Mark an entry as used, so `prune` keeps it, without reading it; returns its file name."""
-        name = self._name(inputs)
-        self.used.add(name)
-        return name
 
     def _name(self, inputs: str) -> str:
         return hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()

@@ -10,9 +10,10 @@ from typing import Any
 from jsonpath_ng.jsonpath import Fields, JSONPath
 from jsonpath_ng.parser import parse
 
-PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_NAMES = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"  # plain names joined by dots
+PLAIN = re.compile(_NAMES)
 # Per-case paths such as `case.*.dice`: plain names around one wildcard (optionally from `$.`).
-WILDCARD = re.compile(r"(\$\.)?(?P<head>[A-Za-z_][A-Za-z0-9_.]*?)\.\*\.(?P<tail>[A-Za-z_][A-Za-z0-9_.]*)")
+WILDCARD = re.compile(rf"(?:\$\.)?(?P<head>{_NAMES})\.\*\.(?P<tail>{_NAMES})")
 
 
 @cache
@@ -57,7 +58,7 @@ def lookup_all(document: Any, path: str) -> list[tuple[str, float]]:
 @cache
 def _wildcard(path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     match = WILDCARD.fullmatch(path)
-    if match is None or not all(PLAIN.fullmatch(part) for part in (match["head"], match["tail"])):
+    if match is None:
         return None
     return tuple(match["head"].split(".")), tuple(match["tail"].split("."))
 
