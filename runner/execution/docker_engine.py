@@ -27,6 +27,7 @@ import requests
 from docker.models.containers import _create_container_args
 
 from runner.execution import archives, baseimage
+from runner.execution.keeper import AGENT, KeeperChannel, KeeperGone
 from runner.execution.archives import BadArchive
 from runner.execution.images import assemble_context, image_tag
 from runner.execution.measure import (
@@ -78,18 +79,19 @@ class DockerOutputArea:
 
     A bind-mounted host folder could fill the host's disk; a tmpfs volume stops writes at its size
     (ENOSPC inside the container). Docker unmounts such a volume when no container uses it, so a
-    small keeper container holds it while the participant's containers come and go; outputs are
-    then read through the keeper as a tar stream, so links are seen as links, never followed.
-    tmpfs pages are charged to the memory of the container writing them, so a run into this area
-    gets `size` more memory (see DockerEngine._create): /output has its own budget.
+    small keeper container holds it while the participant's containers come and go. The keeper runs
+    `keeper_agent`, attached: outputs are read through it as a tar stream, so links are seen as links,
+    never followed. tmpfs pages are charged to the memory of the container writing them, so a run
+    into this area gets `size` more memory (see DockerEngine._create): /output has its own budget.
     """
 
     def __init__(self, client: docker.DockerClient, keeper_image: str, *, size: int, user: str,
                  labels: Mapping[str, str], drain: Callable[[], None] = lambda: None):
         self.client, self.keeper_image, self.size, self.user = client, keeper_image, size, user
         self.labels, self._drain = dict(labels), drain  # drain: wait until finished runs are removed
-        self.volume, self.keeper = self._provision()
+        self.volume, self.keeper, self.channel = self._provision()
         self.dirty = False  # a container has written since it was last emptied
+        self.broken = False  # an answer was left half read (refused outputs, a keeper gone): replace it
 
     def _provision(self):
         uid, _, gid = self.user.partition(":")
@@ -98,40 +100,47 @@ class DockerOutputArea:
             driver_opts={"type": "tmpfs", "device": "tmpfs",
                          "o": f"size={self.size},uid={uid},gid={gid or uid},mode=0700"})
         try:
+            # stdin stays open after a detach (StdinOnce is off): the agent waits for requests as long as
+            # the keeper lives. Its stdout carries the outputs, so it is logged nowhere.
             keeper = self.client.containers.run(
-                self.keeper_image, ["sleep", "infinity"], entrypoint=[], user=self.user, network_mode="none",
-                read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=64 * 1024**2,
-                pids_limit=16, labels=self.labels, detach=True,
+                self.keeper_image, ["python3", "-I", "-c", AGENT], entrypoint=[], user=self.user,
+                network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                mem_limit=64 * 1024**2, pids_limit=16, labels=self.labels, detach=True, stdin_open=True,
+                log_config=docker.types.LogConfig(type="none"),
                 volumes={volume.name: {"bind": "/output", "mode": "rw"}})
         except BaseException:
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
                 volume.remove(force=True)
             raise
-        return volume, keeper
+        try:
+            api = self.client.api
+            attached = api.attach_socket(keeper.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            channel = KeeperChannel(attached, timeout=api.timeout)
+        except BaseException:
+            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
+                keeper.remove(force=True)
+            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
+                volume.remove(force=True)
+            raise
+        return volume, keeper, channel
 
     def mount(self, target: str = "/output") -> dict:
         return {self.volume.name: {"bind": target, "mode": "rw"}}
 
     def collect(self, target: Path, limits: OutputLimits = OutputLimits()) -> int:
-        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess.
-
-        The archive is streamed on a connection of its own that is closed as soon as the stream is
-        refused (a FIFO, the millionth file): an abandoned stream keeps the engine busy archiving and
-        blocks removing the keeper, which would leak the volume."""
-        api = self.client.api
-        url = f"{api.base_url}/v{api.api_version}/containers/{self.keeper.id}/archive"
-        with engine_errors("reading /output"):
-            response = api.get(url, params={"path": "/output"}, stream=True, timeout=api.timeout,
-                               headers={"Accept-Encoding": "identity"})
-            try:
-                response.raise_for_status()
-                response.raw.decode_content = False
-                return extract_tar(cast(IO[bytes], response.raw), target, strip="output", limits=limits)
-            except requests.HTTPError:
-                raise SandboxError(f"reading /output: the engine answered {response.status_code}",
-                                   transient=response.status_code >= 500) from None
-            finally:
-                response.close()
+        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess. An answer
+        left half read (refused part way) leaves this area to be replaced before its next run."""
+        try:
+            answer = self.channel.ask("collect")
+            found = extract_tar(answer, target, strip="output", limits=limits)
+            answer.finish()
+            return found
+        except KeeperGone as exc:
+            self.broken = True
+            raise SandboxError(f"reading /output: {exc}", transient=True) from None
+        except BaseException:
+            self.broken = True
+            raise
 
     def clear(self) -> bool:
         """Empty /output for the next run, lazily: before the next run into this area (`prepare`), or
@@ -140,7 +149,9 @@ class DockerOutputArea:
 
     def empty(self) -> bool:
         """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made
-        writable first. False if the keeper could not (then the area must be replaced)."""
+        writable first. False if the keeper could not, or is broken (then the area must be replaced)."""
+        if self.broken:
+            return False
         with engine_errors("clearing /output"):
             done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
         self.dirty = done.exit_code != 0
@@ -149,15 +160,16 @@ class DockerOutputArea:
     def prepare(self) -> None:
         """Make it empty for a run: what an earlier run left is removed; an area that cannot be
         emptied is replaced by a new one."""
-        if self.dirty and not self.empty():
+        if self.broken or (self.dirty and not self.empty()):
             self.close()
             with engine_errors("preparing /output"):
-                self.volume, self.keeper = self._provision()
-            self.dirty = False
+                self.volume, self.keeper, self.channel = self._provision()
+            self.dirty = self.broken = False
 
     def close(self) -> None:
         """Remove the keeper and the volume, once no finished run still holds the volume."""
         self._drain()
+        self.channel.close()
         with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
             self.keeper.remove(force=True)
         with contextlib.suppress(docker.errors.DockerException, requests.RequestException):

@@ -55,6 +55,17 @@ def test_a_folder_left_read_only_in_output_does_not_jam_the_queue(repo, data_roo
     assert "nothing to evaluate" in capsys.readouterr().out
 
 
+def test_outputs_made_unreadable_by_their_writer_are_collected_all_the_same(repo, data_root, base_image, behave):
+    """The keeper reads /output as the area's user, not as root as Docker's archive did: what the
+    participant made unreadable (chmod 0, a folder included) gets its read permission back."""
+    phase_file(repo).write_text(phase_file(repo).read_text() + "inference_mode: per-case\n")
+    write_submission(repo, "shy", "v1", behave("unreadable"))
+    assert cli_evaluate(repo, data_root, base_image) == 0
+    found = result(repo, "shy")
+    assert found["status"] == "succeeded", found["error"]
+    assert len(found["algorithm"]["cases"]) == 3
+
+
 @pytest.fixture
 def passing_evaluation(repo: Path) -> Path:
     """The challenge's evaluation replaced by one that passes the algorithm's metrics.json on."""

@@ -77,6 +77,15 @@ elif MODE == "locked-dir":  # good outputs, and a folder the keeper cannot empty
     locked.mkdir()
     (locked / "inside").write_text("x")
     locked.chmod(0o500)
+elif MODE == "unreadable":  # good outputs, each made unreadable, and a folder no one may enter
+    import numpy as np
+    for path in sorted(Path("/input").glob("*.npy")):
+        np.save(Path("/output") / path.name, (np.load(path) > 0.5).astype(np.uint8))
+        (Path("/output") / path.name).chmod(0)
+    notes = Path("/output/notes")
+    notes.mkdir()
+    (notes / "run.txt").write_text("x")
+    notes.chmod(0)
 elif MODE in ("deep-metrics", "huge-int-metrics", "good-metrics"):  # the algorithm writes the metrics
     text = {"deep-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "x": ' + "[" * 900 + "]" * 900 + "}",
             "huge-int-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "n": ' + "7" * 5000 + "}",

@@ -1,0 +1,131 @@
+"""The runner's side of an output area's keeper (`keeper_agent`): requests on its stdin, answers read
+from its stdout, both through one attached connection to the engine.
+
+The engine frames what a container without a terminal writes: 8 bytes (the stream: 1 stdout, 2 stderr;
+three zero bytes; the size, big-endian), then the bytes. Inside stdout, the agent frames its answers
+(see `keeper_agent`). Whatever goes wrong on the connection (the keeper died, it stopped answering)
+is `KeeperGone`; what the agent could not read of /output is the participant's, `UnsafeOutput`.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+from pathlib import Path
+
+from runner.execution.outputs import UnsafeOutput
+
+AGENT = (Path(__file__).with_name("keeper_agent.py")).read_text()
+STDOUT, STDERR = 1, 2
+
+
+class KeeperGone(Exception):
+    """The keeper's connection failed or ended: the area must be replaced."""
+
+
+class KeeperChannel:
+    """One keeper's attached stdin and stdout. Not thread-safe: one request at a time."""
+
+    def __init__(self, attached: object, *, timeout: float):
+        # The engine's hijacked connection: a raw socket, or a file wrapping one that also keeps the HTTP
+        # response alive (collected, it would close the socket).
+        self.attached = attached
+        self.connection: socket.socket = getattr(attached, "_sock", attached)  # type: ignore[assignment]
+        self.connection.settimeout(timeout)
+        self.frame_left = 0  # stdout bytes left in the engine's current frame
+        self.stderr = b""  # the agent's last words, if it crashed (a traceback)
+
+    def ask(self, request: str) -> Answer:
+        try:
+            self.connection.sendall(request.encode() + b"\n")
+        except OSError as exc:
+            raise KeeperGone(f"the keeper did not take the request ({exc})") from None
+        return Answer(self)
+
+    def stdout(self, limit: int) -> bytes:
+        """Up to `limit` bytes of the agent's stdout (at least one)."""
+        while self.frame_left == 0:
+            header = self._exactly(8)
+            stream, size = header[0], int.from_bytes(header[4:], "big")
+            if stream == STDOUT:
+                self.frame_left = size
+            else:  # stderr: only a crashing agent writes there
+                self.stderr = (self.stderr + self._exactly(size))[-2000:]
+        data = self._some(min(limit, self.frame_left))
+        self.frame_left -= len(data)
+        return data
+
+    def stdout_exactly(self, size: int) -> bytes:
+        parts, left = [], size
+        while left:
+            part = self.stdout(left)
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+    def _exactly(self, size: int) -> bytes:
+        parts, left = [], size
+        while left:
+            part = self._some(left)
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+    def _some(self, limit: int) -> bytes:
+        try:
+            data = self.connection.recv(limit)
+        except OSError as exc:  # a timeout included: a keeper that stopped answering
+            raise KeeperGone(f"the keeper stopped answering ({exc})") from None
+        if not data:
+            last = self.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no reason given"]
+            raise KeeperGone(f"the keeper ended its connection ({last[0]})")
+        return data
+
+    def close(self) -> None:
+        self.connection.close()
+        closing = getattr(self.attached, "close", None)
+        if closing is not None:
+            closing()
+
+
+class Answer(io.RawIOBase):
+    """One answer's tar stream as a file; reading past its end frame raises what the agent could not read."""
+
+    def __init__(self, channel: KeeperChannel):
+        self.channel = channel
+        self.data_left = 0  # bytes left in the agent's current data frame
+        self.ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while self.data_left == 0 and not self.ended:
+            self._next_frame()
+        if self.ended:
+            return 0
+        data = self.channel.stdout(min(len(buffer), self.data_left))
+        buffer[:len(data)] = data
+        self.data_left -= len(data)
+        return len(data)
+
+    def finish(self) -> None:
+        """Read to the end frame (the tar's own end comes before it), so the next answer starts clean."""
+        while not self.ended:
+            if self.data_left:
+                self.data_left -= len(self.channel.stdout(self.data_left))
+            else:
+                self._next_frame()
+
+    def _next_frame(self) -> None:
+        header = self.channel.stdout_exactly(5)
+        kind, size = header[:1], int.from_bytes(header[1:], "big")
+        if kind == b"d":
+            self.data_left = size
+            return
+        if kind != b"e":
+            raise KeeperGone(f"the keeper answered a frame of unknown kind {kind!r}")
+        self.ended = True
+        error = self.channel.stdout_exactly(size).decode("utf-8", "replace")
+        if error:
+            raise UnsafeOutput(f"/output could not be read: {error[:300]}")

@@ -1,0 +1,150 @@
+"""The keeper's protocol: the agent's tar of a folder, read back by the runner's side through the
+engine's stdout framing, checked by `extract_tar`. Here the agent runs on a thread behind a socket
+pair that frames its stdout as the engine does; test_jam runs it inside real keepers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.execution import keeper_agent
+from runner.execution.keeper import KeeperChannel, KeeperGone
+from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_tar
+from runner.execution.sandbox import SandboxError
+
+
+class EngineFramed:
+    """The agent's stdout as the engine relays it: each write a stdout frame, some stderr between."""
+
+    def __init__(self, connection: socket.socket):
+        self.connection = connection
+
+    def write(self, data: bytes) -> None:
+        self.connection.sendall(b"\2\0\0\0" + (4).to_bytes(4, "big") + b"note")  # stderr chatter is skipped
+        self.connection.sendall(b"\1\0\0\0" + len(data).to_bytes(4, "big") + data)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.fixture
+def channel(tmp_path) -> Iterator[tuple[KeeperChannel, Path]]:
+    """A channel to an agent serving `tmp_path / "output"`."""
+    ours, theirs = socket.socketpair()
+    root = tmp_path / "output"
+    root.mkdir()
+
+    def agent() -> None:  # until the test closes its end, unread answers and all
+        with theirs, theirs.makefile("r") as requests, contextlib.suppress(OSError):
+            for line in requests:
+                keeper_agent.answer(EngineFramed(theirs), line.strip(), root=str(root))
+
+    thread = threading.Thread(target=agent, daemon=True)
+    thread.start()
+    yield KeeperChannel(ours, timeout=10), root
+    ours.close()
+    thread.join(5)
+
+
+def collect(channel: KeeperChannel, target: Path, limits: OutputLimits = OutputLimits()) -> int:
+    answer = channel.ask("collect")
+    found = extract_tar(answer, target, strip="output", limits=limits)
+    answer.finish()
+    return found
+
+
+def test_a_folder_comes_back_whole_and_the_next_answer_starts_clean(channel, tmp_path):
+    chan, root = channel
+    (root / "sub" / "deeper").mkdir(parents=True)
+    files = {"empty.txt": b"", "small.bin": b"abc", "sub/block.bin": b"x" * 512,
+             "sub/deeper/big.bin": os.urandom(keeper_agent.CHUNK + 1), "sub/naïve ✓.json": b"{}"}
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    for attempt in range(2):
+        target = tmp_path / f"copy{attempt}"
+        target.mkdir()
+        assert collect(chan, target) == len(files)
+        assert {p.relative_to(target).as_posix(): p.read_bytes() for p in target.rglob("*") if p.is_file()} == files
+
+
+def test_what_the_owner_made_unreadable_is_read_all_the_same(channel, tmp_path):
+    chan, root = channel
+    (root / "locked").mkdir()
+    (root / "locked" / "inside.txt").write_text("x")
+    (root / "secret.txt").write_text("y")
+    (root / "secret.txt").chmod(0)
+    (root / "locked").chmod(0)
+    target = tmp_path / "copy"
+    target.mkdir()
+    assert collect(chan, target) == 2
+    assert (target / "locked" / "inside.txt").read_text() == "x" and (target / "secret.txt").read_text() == "y"
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda root: (root / "link").symlink_to("/etc/shadow"), "/output/link is a link"),
+    (lambda root: os.link(root / "a", root / "b"), "/output/a is a link"),
+    (lambda root: os.mkfifo(root / "pipe"), "/output/pipe is not a regular file or folder"),
+    (lambda root: socket.socket(socket.AF_UNIX).bind(str(root / "sock")), "/output/sock is not a regular file"),
+])
+def test_links_fifos_and_sockets_are_described_not_followed_and_refused(channel, tmp_path, make, reason):
+    chan, root = channel
+    (root / "a").write_text("a")
+    make(root)
+    with pytest.raises(UnsafeOutput, match=reason):
+        collect(chan, tmp_path / "copy")
+
+
+def test_what_the_agent_cannot_read_is_the_participants_refusal(channel, tmp_path):
+    chan, root = channel
+    root.rmdir()  # gone between the run and the collection: lstat fails inside the agent
+    with pytest.raises(UnsafeOutput, match=r"^/output could not be read: \[Errno 2\] No such file"):
+        collect(chan, tmp_path / "copy")
+    root.mkdir()  # the answer was read to its end frame: the channel goes on
+    (root / "a").write_text("a")
+    assert collect(chan, tmp_path / "copy") == 1
+
+
+def test_a_keeper_that_dies_mid_answer_is_gone_with_its_last_words(tmp_path):
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b"\1\0\0\0\0\0\0\5d\0\0\4\0")  # a data frame of 1024 bytes announced, none sent
+    theirs.sendall(b"\2\0\0\0\0\0\0\x0bMemoryError")
+    theirs.shutdown(socket.SHUT_WR)
+    chan = KeeperChannel(ours, timeout=10)
+    with theirs, pytest.raises(KeeperGone, match=r"ended its connection \(MemoryError\)"):
+        extract_tar(chan.ask("collect"), tmp_path, strip="output")
+
+
+def test_a_keeper_that_stops_answering_times_out(tmp_path):
+    ours, theirs = socket.socketpair()
+    with theirs:
+        chan = KeeperChannel(ours, timeout=0.2)
+        with pytest.raises(KeeperGone, match="stopped answering"):
+            extract_tar(chan.ask("collect"), tmp_path, strip="output")
+
+
+def test_headers_keep_the_mode_of_what_was_found(tmp_path):
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "f").chmod(0o640)
+    info = keeper_agent.member(str(tmp_path / "f"), "output/f", os.lstat(tmp_path / "f"))
+    assert (info.type, info.size, info.mode) == (b"0", 1, 0o640)
+    assert stat.S_IMODE(os.lstat(tmp_path / "f").st_mode) == 0o640
+
+
+@pytest.mark.docker
+def test_an_area_whose_keeper_died_fails_transiently_and_is_replaced(engine, tmp_path):
+    with engine.output_area(1024**2) as area:
+        area.keeper.kill()
+        with pytest.raises(SandboxError, match="reading /output: the keeper") as failed:
+            area.collect(tmp_path / "lost")
+        assert failed.value.transient
+        area.prepare()  # before the next run: a new keeper and volume
+        target = tmp_path / "copy"
+        target.mkdir()
+        assert area.collect(target) == 0 and area.keeper.status != "exited"
