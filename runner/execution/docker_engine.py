@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, cast
 
 import docker
 import docker.errors
@@ -27,9 +26,9 @@ import requests
 from docker.models.containers import _create_container_args
 
 from runner.execution import archives, baseimage
-from runner.execution.keeper import AGENT, KeeperChannel, KeeperGone
 from runner.execution.archives import BadArchive
 from runner.execution.images import assemble_context, image_tag
+from runner.execution.keeper import AGENT, KeeperChannel, KeeperGone
 from runner.execution.measure import (
     GPU_INTERVAL_S,
     Sampler,
@@ -149,12 +148,19 @@ class DockerOutputArea:
 
     def empty(self) -> bool:
         """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made
-        writable first. False if the keeper could not, or is broken (then the area must be replaced)."""
+        writable first. False if the keeper could not, or is broken (then the area must be replaced).
+        The keeper's agent does it; what it cannot (paths past the kernel's limit), a shell does."""
         if self.broken:
             return False
-        with engine_errors("clearing /output"):
-            done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
-        self.dirty = done.exit_code != 0
+        try:
+            self.dirty = bool(self.channel.ask("empty").finish())
+        except KeeperGone:
+            self.broken = True
+            return False
+        if self.dirty:
+            with engine_errors("clearing /output"):
+                done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
+            self.dirty = done.exit_code != 0
         return not self.dirty
 
     def prepare(self) -> None:

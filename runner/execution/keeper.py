@@ -89,43 +89,45 @@ class KeeperChannel:
 
 
 class Answer(io.RawIOBase):
-    """One answer's tar stream as a file; reading past its end frame raises what the agent could not read."""
+    """One answer: its data (a tar stream) as a file, then its end frame. Reading past the end of a
+    data stream whose agent could not read /output raises that, as the participant's refusal."""
 
     def __init__(self, channel: KeeperChannel):
         self.channel = channel
         self.data_left = 0  # bytes left in the agent's current data frame
-        self.ended = False
+        self.error: str | None = None  # the end frame's text, once read ("" when all went well)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
-        while self.data_left == 0 and not self.ended:
+        while self.data_left == 0 and self.error is None:
             self._next_frame()
-        if self.ended:
+        if self.error:
+            raise UnsafeOutput(f"/output could not be read: {self.error[:300]}")
+        if self.error is not None:
             return 0
         data = self.channel.stdout(min(len(buffer), self.data_left))
         buffer[:len(data)] = data
         self.data_left -= len(data)
         return len(data)
 
-    def finish(self) -> None:
-        """Read to the end frame (the tar's own end comes before it), so the next answer starts clean."""
-        while not self.ended:
+    def finish(self) -> str:
+        """Read to the end frame (a tar's own end comes before it), so the next answer starts clean;
+        the end frame's text: empty when the request was done."""
+        while self.error is None:
             if self.data_left:
                 self.data_left -= len(self.channel.stdout(self.data_left))
             else:
                 self._next_frame()
+        return self.error
 
     def _next_frame(self) -> None:
         header = self.channel.stdout_exactly(5)
         kind, size = header[:1], int.from_bytes(header[1:], "big")
         if kind == b"d":
             self.data_left = size
-            return
-        if kind != b"e":
+        elif kind == b"e":
+            self.error = self.channel.stdout_exactly(size).decode("utf-8", "replace")
+        else:
             raise KeeperGone(f"the keeper answered a frame of unknown kind {kind!r}")
-        self.ended = True
-        error = self.channel.stdout_exactly(size).decode("utf-8", "replace")
-        if error:
-            raise UnsafeOutput(f"/output could not be read: {error[:300]}")

@@ -17,7 +17,7 @@ import pytest
 from runner.execution import keeper_agent
 from runner.execution.keeper import KeeperChannel, KeeperGone
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_tar
-from runner.execution.sandbox import SandboxError
+from runner.execution.sandbox import RunSpec, SandboxError
 
 
 class EngineFramed:
@@ -111,6 +111,37 @@ def test_what_the_agent_cannot_read_is_the_participants_refusal(channel, tmp_pat
     assert collect(chan, tmp_path / "copy") == 1
 
 
+def make_deeper_than_the_kernel_allows(root: Path) -> None:
+    """Folders nested past PATH_MAX (4096), made as a participant can: one level at a time, relative."""
+    here = os.open(root, os.O_RDONLY)
+    for _ in range(50):
+        os.mkdir("d" * 100, dir_fd=here)
+        deeper = os.open("d" * 100, os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = deeper
+    os.close(here)
+
+
+def test_empty_opens_closed_folders_and_leaves_the_area_as_made(channel, tmp_path):
+    chan, root = channel
+    (root / "closed" / "inner").mkdir(parents=True)
+    (root / "closed" / "inner" / "f").write_text("x")
+    (root / "closed" / "inner").chmod(0)
+    (root / "closed").chmod(0o500)
+    (root / "top.txt").write_text("y")
+    root.chmod(0o500)
+    assert chan.ask("empty").finish() == ""
+    assert list(root.iterdir()) == [] and stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+def test_what_the_agent_cannot_empty_it_says_and_the_channel_goes_on(channel, tmp_path):
+    chan, root = channel
+    make_deeper_than_the_kernel_allows(root)
+    assert "File name too long" in chan.ask("empty").finish()
+    assert "unknown request" in chan.ask("format c:").finish()
+    assert chan.ask("collect").finish().startswith("[Errno 36] File name too long")
+
+
 def test_a_keeper_that_dies_mid_answer_is_gone_with_its_last_words(tmp_path):
     ours, theirs = socket.socketpair()
     theirs.sendall(b"\1\0\0\0\0\0\0\5d\0\0\4\0")  # a data frame of 1024 bytes announced, none sent
@@ -148,3 +179,13 @@ def test_an_area_whose_keeper_died_fails_transiently_and_is_replaced(engine, tmp
         target = tmp_path / "copy"
         target.mkdir()
         assert area.collect(target) == 0 and area.keeper.status != "exited"
+
+
+@pytest.mark.docker
+def test_a_tree_too_deep_for_the_agent_is_emptied_by_the_shell(engine, behave, tmp_path):
+    with engine.output_area(16 * 1024**2) as area:
+        assert engine.run(RunSpec(image=behave("deep-tree")), area).ok
+        assert area.empty() and not area.dirty
+        target = tmp_path / "copy"
+        target.mkdir()
+        assert area.collect(target) == 0

@@ -86,6 +86,11 @@ elif MODE == "unreadable":  # good outputs, each made unreadable, and a folder n
     notes.mkdir()
     (notes / "run.txt").write_text("x")
     notes.chmod(0)
+elif MODE == "deep-tree":  # folders nested past PATH_MAX, made one level at a time
+    os.chdir("/output")
+    for _ in range(50):
+        os.mkdir("d" * 100)
+        os.chdir("d" * 100)
 elif MODE in ("deep-metrics", "huge-int-metrics", "good-metrics"):  # the algorithm writes the metrics
     text = {"deep-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "x": ' + "[" * 900 + "]" * 900 + "}",
             "huge-int-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "n": ' + "7" * 5000 + "}",
