@@ -78,10 +78,12 @@ def bare(image: str, evaluation: str, data: Path, out: Path, runs: int) -> float
 
 def ours(root: Path, data_root: Path, base: str, *runner: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "runner.cli", "--root", str(root), "evaluate", "--pending",
-                    "--data-root", str(data_root), "--allow-local-images", "--base-image", base,
-                    "--cache-dir", str(root / "no-cache" / str(time.time_ns())), *runner], check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "--root", str(root), "evaluate", "--pending",
+                           "--data-root", str(data_root), "--allow-local-images", "--base-image", base,
+                           "--cache-dir", str(root / "no-cache" / str(time.time_ns())), *runner],
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"challenge evaluate exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return time.perf_counter() - start
 
 

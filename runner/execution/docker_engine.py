@@ -8,6 +8,7 @@ help, so nothing above this module needs to know Docker exists.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import socket
@@ -53,6 +54,7 @@ OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of
 EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
 MEMORY_INTERVAL_S = 0.05
+READ_BUFFER = 1024**2  # outputs are read from the keeper in reads this large (tar asks for 10 KiB)
 TAIL_LINES = 50
 
 GpuReader = Callable[[str], Callable[[], int | None]]
@@ -131,7 +133,7 @@ class DockerOutputArea:
         left half read (refused part way) leaves this area to be replaced before its next run."""
         try:
             answer = self.channel.ask("collect")
-            found = extract_tar(answer, target, strip="output", limits=limits)
+            found = extract_tar(io.BufferedReader(answer, READ_BUFFER), target, strip="output", limits=limits)
             answer.finish()
             return found
         except KeeperGone as exc:

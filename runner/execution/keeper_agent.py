@@ -26,7 +26,8 @@ BLOCK = tarfile.BLOCKSIZE
 
 
 def frame(out, kind, payload):
-    out.write(kind + len(payload).to_bytes(4, "big") + payload)
+    out.write(kind + len(payload).to_bytes(4, "big"))
+    out.write(payload)
 
 
 def member(path, name, status):
@@ -71,21 +72,30 @@ def write_file(out, path, size):
         frame(out, b"d", b"\0" * (BLOCK - size % BLOCK))
 
 
+def entry(out, path, name):
+    """One entry's header, and a regular file's content; whether it is a folder to go into."""
+    status = os.lstat(path)
+    if stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode):
+        readable(path, status)
+    info = member(path, name, status)
+    frame(out, b"d", info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+    if info.type == tarfile.REGTYPE:
+        write_file(out, path, info.size)
+    return info.type == tarfile.DIRTYPE
+
+
 def collect(out, root=ROOT):
-    """`root` as a tar stream, depth first in name order, its top folder named `output`."""
-    pending = [(root, "output")]
-    while pending:
-        path, name = pending.pop()
-        status = os.lstat(path)
-        if stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode):
-            readable(path, status)
-        info = member(path, name, status)
-        frame(out, b"d", info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
-        if info.type == tarfile.REGTYPE:
-            write_file(out, path, info.size)
-        elif info.type == tarfile.DIRTYPE:
-            names = sorted(os.listdir(path), reverse=True)
-            pending.extend((os.path.join(path, n), name + "/" + n) for n in names)
+    """`root` as a tar stream, depth first in name order, its top folder named `output`. Only each open
+    folder's names are held (the keeper has 64 MiB; /output may hold 100,000 files)."""
+    entry(out, root, "output")
+    folders = [(root, "output", iter(sorted(os.listdir(root))))]
+    while folders:
+        path, name, names = folders[-1]
+        child = next(names, None)
+        if child is None:
+            folders.pop()
+        elif entry(out, path + "/" + child, name + "/" + child):
+            folders.append((path + "/" + child, name + "/" + child, iter(sorted(os.listdir(path + "/" + child)))))
     frame(out, b"d", b"\0" * (2 * BLOCK))  # the end of the archive
 
 
