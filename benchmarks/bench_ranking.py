@@ -4,14 +4,16 @@ Run: .venv/bin/python benchmarks/bench_ranking.py [--teams 500] [--cases 200] [-
 Prints seconds per stage (wall clock) and each stage against a baseline measured in the same run:
 a plain pandas groupby-mean-then-rank of every metric. Target: under 10 s in all, and at least 10x
 faster than challengeR (aggregate-then-rank, bootstrap, Kendall's tau) where R and challengeR are installed
-(`setup_challenger`: R from Debian, challengeR from its source, in a temporary library). challengeR needs the R
-package `relations`, which Debian does not package (r-cran-relations): without it the pandas baseline is the
-only comparison, and the benchmark says so.
+(`setup_challenger`: R and challengeR's dependencies from Debian; challengeR, and `relations`, which Debian does
+not package, from their sources under build/, in a temporary library). Without them the pandas baseline is
+the only comparison, and the benchmark says so. challengeR's bootstrap is slow: `--challenger-samples N`
+times it on N samples and scales the time to --samples (bootstrap time is linear in the samples), and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import tempfile
@@ -68,7 +70,8 @@ def taus(ranks: np.ndarray) -> list[float]:
 
 
 CHALLENGER = """
-suppressMessages(library(challengeR, lib.loc = "{lib}"))
+.libPaths(c("{lib}", .libPaths()))
+suppressMessages(library(challengeR))
 data <- read.csv("{csv}")
 start <- Sys.time()
 challenge <- as.challenge(data, by = "task", algorithm = "algorithm", case = "case", value = "value",
@@ -79,22 +82,30 @@ cat(as.numeric(difftime(Sys.time(), start, units = "secs")), "\\n")
 """
 
 
+# Sources under build/ installed into the temporary library, in this order, where present: clones of
+# github.com/cran/relations (not in Debian) and github.com/wiesenfa/challengeR.
+SOURCES = ("relations", "challengeR")
+
+
 def setup_challenger(work: Path) -> Path | None:
     """A temporary R library holding challengeR, built from its source where R and all of its dependencies
     are installed; None (and why, printed) where they are not."""
     if not shutil.which("Rscript"):
         print("challengeR: R is not installed (apt-get install r-base-core); comparing with pandas only")
         return None
-    source = Path(__file__).resolve().parents[1] / "build" / "challengeR"  # its source, e.g. a clone of
-    if not source.is_dir():                                                # github.com/wiesenfa/challengeR
-        print(f"challengeR: no source in {source}; comparing with pandas only")
+    build = Path(__file__).resolve().parents[1] / "build"
+    if not (build / "challengeR").is_dir():
+        print(f"challengeR: no source in {build / 'challengeR'}; comparing with pandas only")
         return None
     lib = work / "R-library"
     lib.mkdir()
-    done = subprocess.run(["R", "CMD", "INSTALL", f"--library={lib}", str(source)], capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"challengeR: R CMD INSTALL failed ({done.stderr.strip().splitlines()[-1]}); comparing with pandas only")
-        return None
+    for source in (build / name for name in SOURCES if (build / name).is_dir()):
+        done = subprocess.run(["R", "CMD", "INSTALL", f"--library={lib}", str(source)], capture_output=True,
+                              text=True, env={**os.environ, "R_LIBS": str(lib)})
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
+            print(f"challengeR: R CMD INSTALL {source.name} failed ({why}); comparing with pandas only")
+            return None
     return lib
 
 
@@ -116,6 +127,8 @@ def main() -> None:
     p.add_argument("--teams", type=int, default=500)
     p.add_argument("--cases", type=int, default=200)
     p.add_argument("--samples", type=int, default=1000)
+    p.add_argument("--challenger-samples", type=int, help="bootstrap samples challengeR is timed on, scaled to "
+                                                           "--samples (default: --samples)")
     args = p.parse_args()
     frame = synthetic(args.teams, args.cases)
     base, _ = timed(baseline, frame)
@@ -140,12 +153,15 @@ def main() -> None:
         print(f"    {'of which ' + name + ' (timed alone)':<56} {seconds:7.3f} s")
     total = sum(stages.values())
     print(f"  {'total':<58} {total:7.3f} s  ({total / len(METRICS):.3f} s a metric; target: under 10 s in all)")
-    theirs = challenger_seconds(frame, args.samples)
+    timed_on = args.challenger_samples or args.samples
+    theirs = challenger_seconds(frame, timed_on)
     if theirs is not None:
         booted = stages[f"bootstrap x{args.samples}, Kendall tau, significance map"]
         ours = stages["aggregate-then-rank (mean)"] + booted
-        print(f"  challengeR, aggregate-then-rank and bootstrap: {theirs:.1f} s; ours {ours:.2f} s: "
-              f"{theirs / ours:.1f} x faster (target: 10 x)")
+        scaled = theirs * args.samples / timed_on
+        how = "" if timed_on == args.samples else f" ({theirs:.1f} s timed on {timed_on} samples, scaled)"
+        print(f"  challengeR, aggregate-then-rank and bootstrap x{args.samples}: {scaled:.1f} s{how}; "
+              f"ours {ours:.2f} s: {scaled / ours:.1f} x faster (target: 10 x)")
     else:
         print("  challengeR not run: the only baseline is pandas' aggregate-then-rank above")
 

@@ -92,7 +92,6 @@ class DockerOutputArea:
         self.labels, self._drain = dict(labels), drain  # drain: wait until finished runs are removed
         self.volume, self.keeper, self.channel = self._provision()
         self.dirty = False  # a container has written since it was last emptied
-        self.broken = False  # an answer was left half read (refused outputs, a keeper gone): replace it
 
     def _provision(self):
         uid, _, gid = self.user.partition(":")
@@ -101,47 +100,43 @@ class DockerOutputArea:
             driver_opts={"type": "tmpfs", "device": "tmpfs",
                          "o": f"size={self.size},uid={uid},gid={gid or uid},mode=0700"})
         try:
-            # stdin stays open after a detach (StdinOnce is off): the agent waits for requests as long as
-            # the keeper lives. Its stdout carries the outputs, so it is logged nowhere.
-            keeper = self.client.containers.run(
-                self.keeper_image, ["python3", "-I", "-c", AGENT], entrypoint=[], user=self.user,
-                network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                mem_limit=64 * 1024**2, pids_limit=16, labels=self.labels, detach=True, stdin_open=True,
-                log_config=docker.types.LogConfig(type="none"),
-                volumes={volume.name: {"bind": "/output", "mode": "rw"}})
+            return (volume, *self._keeper(volume))
         except BaseException:
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
                 volume.remove(force=True)
             raise
+
+    def _keeper(self, volume):
+        """The keeper holding `volume`, its agent attached. stdin stays open after a detach (StdinOnce
+        is off): the agent waits for requests as long as the keeper lives. Its stdout carries the
+        outputs, so it is logged nowhere."""
+        keeper = self.client.containers.run(
+            self.keeper_image, ["python3", "-I", "-c", AGENT], entrypoint=[], user=self.user,
+            network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            mem_limit=64 * 1024**2, pids_limit=16, labels=self.labels, detach=True, stdin_open=True,
+            log_config=docker.types.LogConfig(type="none"), volumes={volume.name: {"bind": "/output", "mode": "rw"}})
         try:
             api = self.client.api
             attached = api.attach_socket(keeper.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            channel = KeeperChannel(attached, timeout=api.timeout)
+            return keeper, KeeperChannel(attached, timeout=api.timeout)
         except BaseException:
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
-                keeper.remove(force=True)
-            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
-                volume.remove(force=True)
+                keeper.remove(force=True)  # its connection, if one was made, ends with it
             raise
-        return volume, keeper, channel
 
     def mount(self, target: str = "/output") -> dict:
         return {self.volume.name: {"bind": target, "mode": "rw"}}
 
     def collect(self, target: Path, limits: OutputLimits = OutputLimits()) -> int:
         """Copy /output into `target`; raises UnsafeOutput for links, devices or excess. An answer
-        left half read (refused part way) leaves this area to be replaced before its next run."""
+        refused part way is left unread: the area is then replaced before its next run."""
         try:
             answer = self.channel.ask("collect")
             found = extract_tar(io.BufferedReader(answer, READ_BUFFER), target, strip="output", limits=limits)
-            answer.finish()
+            answer.finish()  # only its end frame is left: a refusal there was raised while reading the tar
             return found
         except KeeperGone as exc:
-            self.broken = True
             raise SandboxError(f"reading /output: {exc}", transient=True) from None
-        except BaseException:
-            self.broken = True
-            raise
 
     def clear(self) -> bool:
         """Empty /output for the next run, lazily: before the next run into this area (`prepare`), or
@@ -150,29 +145,26 @@ class DockerOutputArea:
 
     def empty(self) -> bool:
         """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made
-        writable first. False if the keeper could not, or is broken (then the area must be replaced).
-        The keeper's agent does it; what it cannot (paths past the kernel's limit), a shell does."""
-        if self.broken:
-            return False
+        writable first. False if the keeper could not, or cannot be asked (then the area must be
+        replaced). The keeper's agent does it; what it cannot (paths past the kernel's limit), a shell does."""
         try:
-            self.dirty = bool(self.channel.ask("empty").finish())
+            refused = self.channel.ask("empty").finish()
         except KeeperGone:
-            self.broken = True
             return False
-        if self.dirty:
+        if refused:
             with engine_errors("clearing /output"):
-                done = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user)
-            self.dirty = done.exit_code != 0
+                refused = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user).exit_code != 0
+        self.dirty = bool(refused)
         return not self.dirty
 
     def prepare(self) -> None:
         """Make it empty for a run: what an earlier run left is removed; an area that cannot be
-        emptied is replaced by a new one."""
-        if self.broken or (self.dirty and not self.empty()):
+        emptied, or whose keeper cannot be asked, is replaced by a new one."""
+        if not self.channel.usable or (self.dirty and not self.empty()):
             self.close()
             with engine_errors("preparing /output"):
                 self.volume, self.keeper, self.channel = self._provision()
-            self.dirty = self.broken = False
+            self.dirty = False
 
     def close(self) -> None:
         """Remove the keeper and the volume, once no finished run still holds the volume."""

@@ -3,8 +3,8 @@ from its stdout, both through one attached connection to the engine.
 
 The engine frames what a container without a terminal writes: 8 bytes (the stream: 1 stdout, 2 stderr;
 three zero bytes; the size, big-endian), then the bytes. Inside stdout, the agent frames its answers
-(see `keeper_agent`). Whatever goes wrong on the connection (the keeper died, it stopped answering)
-is `KeeperGone`; what the agent could not read of /output is the participant's, `UnsafeOutput`.
+(see `keeper_agent`). Whatever goes wrong on the connection (the keeper died, stopped answering, failed
+itself) is `KeeperGone`; what the agent could not read of /output is the participant's, `UnsafeOutput`.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from pathlib import Path
 from runner.execution.outputs import UnsafeOutput
 
 AGENT = (Path(__file__).with_name("keeper_agent.py")).read_text()
-STDOUT, STDERR = 1, 2
+STDOUT = 1
 
 
 class KeeperGone(Exception):
-    """The keeper's connection failed or ended: the area must be replaced."""
+    """The keeper's connection failed, ended, or was left mid-answer: the area must be replaced."""
 
 
 class KeeperChannel:
-    """One keeper's attached stdin and stdout. Not thread-safe: one request at a time."""
+    """One keeper's attached stdin and stdout. Not thread-safe: one request at a time, and a request
+    only once the last answer was read to its end (else its rest would be read as the next one's)."""
 
     def __init__(self, attached: object, *, timeout: float):
         # The engine's hijacked connection: a raw socket, or a file wrapping one that also keeps the HTTP
@@ -34,13 +35,26 @@ class KeeperChannel:
         self.connection.settimeout(timeout)
         self.frame_left = 0  # stdout bytes left in the engine's current frame
         self.stderr = b""  # the agent's last words, if it crashed (a traceback)
+        self.answer: Answer | None = None  # the last one asked for
+        self.failed: str | None = None  # why this channel can carry no more requests
+
+    @property
+    def usable(self) -> bool:
+        return self.failed is None and (self.answer is None or self.answer.ended)
 
     def ask(self, request: str) -> Answer:
+        if not self.usable:
+            raise KeeperGone(self.failed or "the keeper's last answer was left unread")
         try:
             self.connection.sendall(request.encode() + b"\n")
         except OSError as exc:
-            raise KeeperGone(f"the keeper did not take the request ({exc})") from None
-        return Answer(self)
+            raise self.gone(f"the keeper did not take the request ({exc})") from None
+        self.answer = Answer(self)
+        return self.answer
+
+    def gone(self, why: str) -> KeeperGone:
+        self.failed = why
+        return KeeperGone(why)
 
     def stdout(self, limit: int) -> bytes:
         """Up to `limit` bytes of the agent's stdout (at least one)."""
@@ -56,32 +70,23 @@ class KeeperChannel:
         return data
 
     def stdout_exactly(self, size: int) -> bytes:
-        parts, left = [], size
-        while left:
-            part = self.stdout(left)
-            parts.append(part)
-            left -= len(part)
-        return b"".join(parts)
+        return _exactly(self.stdout, size)
 
     def _exactly(self, size: int) -> bytes:
-        parts, left = [], size
-        while left:
-            part = self._some(left)
-            parts.append(part)
-            left -= len(part)
-        return b"".join(parts)
+        return _exactly(self._some, size)
 
     def _some(self, limit: int) -> bytes:
         try:
             data = self.connection.recv(limit)
         except OSError as exc:  # a timeout included: a keeper that stopped answering
-            raise KeeperGone(f"the keeper stopped answering ({exc})") from None
+            raise self.gone(f"the keeper stopped answering ({exc})") from None
         if not data:
             last = self.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no reason given"]
-            raise KeeperGone(f"the keeper ended its connection ({last[0]})")
+            raise self.gone(f"the keeper ended its connection ({last[0]})")
         return data
 
     def close(self) -> None:
+        self.failed = self.failed or "closed"
         self.connection.close()
         closing = getattr(self.attached, "close", None)
         if closing is not None:
@@ -95,17 +100,18 @@ class Answer(io.RawIOBase):
     def __init__(self, channel: KeeperChannel):
         self.channel = channel
         self.data_left = 0  # bytes left in the agent's current data frame
-        self.error: str | None = None  # the end frame's text, once read ("" when all went well)
+        self.ended = False
+        self.refusal = ""  # the end frame's text: why the participant's /output could not be read or emptied
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
-        while self.data_left == 0 and self.error is None:
+        while self.data_left == 0 and not self.ended:
             self._next_frame()
-        if self.error:
-            raise UnsafeOutput(f"/output could not be read: {self.error[:300]}")
-        if self.error is not None:
+        if self.refusal:
+            raise UnsafeOutput(f"/output could not be read: {self.refusal[:300]}")
+        if self.ended or not len(buffer):
             return 0
         data = self.channel.stdout(min(len(buffer), self.data_left))
         buffer[:len(data)] = data
@@ -114,20 +120,35 @@ class Answer(io.RawIOBase):
 
     def finish(self) -> str:
         """Read to the end frame (a tar's own end comes before it), so the next answer starts clean;
-        the end frame's text: empty when the request was done."""
-        while self.error is None:
+        the participant's refusal, if any (empty when the request was done)."""
+        while not self.ended:
             if self.data_left:
                 self.data_left -= len(self.channel.stdout(self.data_left))
             else:
                 self._next_frame()
-        return self.error
+        return self.refusal
 
     def _next_frame(self) -> None:
         header = self.channel.stdout_exactly(5)
         kind, size = header[:1], int.from_bytes(header[1:], "big")
         if kind == b"d":
             self.data_left = size
-        elif kind == b"e":
-            self.error = self.channel.stdout_exactly(size).decode("utf-8", "replace")
+            return
+        text = self.channel.stdout_exactly(size).decode("utf-8", "replace")
+        self.ended = True
+        if kind == b"e":
+            self.refusal = text
+        elif kind == b"x":
+            raise self.channel.gone(f"the keeper failed ({text[:300]})")
         else:
-            raise KeeperGone(f"the keeper answered a frame of unknown kind {kind!r}")
+            raise self.channel.gone(f"the keeper answered a frame of unknown kind {kind!r}")
+
+
+def _exactly(read, size: int) -> bytes:
+    """`size` bytes from `read(limit)`, which returns at least one byte a call."""
+    parts, left = [], size
+    while left:
+        part = read(left)
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)

@@ -9,12 +9,16 @@ about 2 ms.
 It runs as the area's user in the trusted base image, never the participant's code, and it only
 describes what it finds: links, FIFOs and sockets go into the tar as such, without being followed or
 opened, so the host's `outputs.extract_tar` stays the one place that decides what is accepted.
+Folders are streamed as they are read, never listed whole, so neither a huge folder nor a deep tree
+grows the agent (the keeper has 64 MiB) before the host has seen enough to refuse it.
 Standard library only, and nothing of the runner package: the keeper image has neither.
 
 Answers are frames: a kind byte, a 4-byte big-endian length, the payload. `d` frames carry the tar
-stream; one `e` frame ends each answer, empty when it went well, else why /output could not be read.
+stream; each answer ends with one `e` frame (empty when it went well, else why the participant's
+/output could not be read: the participant's doing) or one `x` frame (the agent's own failure).
 """
 
+import errno
 import os
 import stat
 import sys
@@ -23,6 +27,9 @@ import tarfile
 ROOT = "/output"
 CHUNK = 1024 * 1024
 BLOCK = tarfile.BLOCKSIZE
+# What a participant can leave that cannot be read or removed: a path past the kernel's limit, a loop
+# of links, a permission the keeper cannot give back. Any other failure is the agent's.
+PARTICIPANTS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM}
 
 
 def frame(out, kind, payload):
@@ -84,57 +91,70 @@ def entry(out, path, name):
     return info.type == tarfile.DIRTYPE
 
 
-def collect(out, root=ROOT):
-    """`root` as a tar stream, depth first in name order, its top folder named `output`. Only each open
-    folder's names are held (the keeper has 64 MiB; /output may hold 100,000 files)."""
+def collect(out, root):
+    """`root` as a tar stream, depth first, its top folder named `output`."""
     entry(out, root, "output")
-    folders = [(root, "output", iter(sorted(os.listdir(root))))]
-    while folders:
-        path, name, names = folders[-1]
-        child = next(names, None)
-        if child is None:
-            folders.pop()
-        elif entry(out, path + "/" + child, name + "/" + child):
-            folders.append((path + "/" + child, name + "/" + child, iter(sorted(os.listdir(path + "/" + child)))))
+    folders = [("output", os.scandir(root))]
+    try:
+        while folders:
+            name, found = folders[-1]
+            child = next(found, None)
+            if child is None:
+                folders.pop()[1].close()
+            elif entry(out, child.path, name + "/" + child.name):
+                folders.append((name + "/" + child.name, os.scandir(child.path)))
+    finally:
+        for _, found in folders:
+            found.close()
     frame(out, b"d", b"\0" * (2 * BLOCK))  # the end of the archive
 
 
-def empty(root=ROOT):
-    """Everything under `root` removed, folders a participant closed (chmod 0) opened first. Paths past
-    the kernel's limit fail here; the runner then empties the area its slower way, or replaces it."""
-    pending, folders = [root], []
-    while pending:
-        path = pending.pop()
-        os.chmod(path, stat.S_IRWXU)  # /output itself included: its volume was made 0700
-        folders.append(path)
-        for entry in os.scandir(path):
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(entry.path)
+def empty(out, root):
+    """Everything under `root` removed, folders a participant closed (chmod 0) opened first, each folder
+    removed as soon as it is empty. Paths past the kernel's limit fail here; the runner then empties
+    the area its slower way, or replaces it."""
+    os.chmod(root, stat.S_IRWXU)  # /output itself too: its volume was made 0700
+    folders = [(root, os.scandir(root))]
+    try:
+        while folders:
+            path, found = folders[-1]
+            child = next(found, None)
+            if child is None:
+                folders.pop()[1].close()
+                if folders:
+                    os.rmdir(path)
+            elif child.is_dir(follow_symlinks=False):
+                os.chmod(child.path, stat.S_IRWXU)
+                folders.append((child.path, os.scandir(child.path)))
             else:
-                os.unlink(entry.path)
-    for path in reversed(folders[1:]):
-        os.rmdir(path)
+                os.unlink(child.path)
+    finally:
+        for _, found in folders:
+            found.close()
 
 
-REQUESTS = {"collect": collect, "empty": lambda out, root: empty(root)}
+REQUESTS = {"collect": collect, "empty": empty}
 
 
 def answer(out, request, root=ROOT):
-    """One request's answer, ended by its `e` frame: empty if it went well, else why not."""
+    """One request's answer, ended by its `e` or `x` frame."""
+    kind, text = b"e", ""
     try:
         if request not in REQUESTS:
             raise ValueError("unknown request " + repr(request)[:80])
         REQUESTS[request](out, root)
-        error = ""
-    except (OSError, ValueError) as exc:  # what the participant left cannot be read (a name too long, say)
-        error = str(exc)
-    frame(out, b"e", error.encode("utf-8", "replace"))
+    except OSError as exc:
+        kind, text = (b"e" if exc.errno in PARTICIPANTS else b"x"), str(exc)
+    except Exception as exc:  # the agent's own trouble (a bug, memory): the runner replaces the keeper
+        kind, text = b"x", type(exc).__name__ + ": " + str(exc)
+    frame(out, kind, text.encode("utf-8", "replace"))
     out.flush()
 
 
 def main():
     for line in sys.stdin:
-        answer(sys.stdout.buffer, line.strip())
+        if line.strip():
+            answer(sys.stdout.buffer, line.strip())
 
 
 if __name__ == "__main__":

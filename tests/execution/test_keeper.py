@@ -87,28 +87,24 @@ def test_what_the_owner_made_unreadable_is_read_all_the_same(channel, tmp_path):
     assert (target / "locked" / "inside.txt").read_text() == "x" and (target / "secret.txt").read_text() == "y"
 
 
+def listening(path: Path) -> socket.socket:
+    made = socket.socket(socket.AF_UNIX)
+    made.bind(str(path))
+    return made
+
+
 @pytest.mark.parametrize("make, reason", [
     (lambda root: (root / "link").symlink_to("/etc/shadow"), "/output/link is a link"),
-    (lambda root: os.link(root / "a", root / "b"), "/output/a is a link"),
+    (lambda root: os.link(root / "a", root / "b"), "/output/[ab] is a link"),
     (lambda root: os.mkfifo(root / "pipe"), "/output/pipe is not a regular file or folder"),
-    (lambda root: socket.socket(socket.AF_UNIX).bind(str(root / "sock")), "/output/sock is not a regular file"),
+    (lambda root: listening(root / "sock"), "/output/sock is not a regular file or folder"),
 ])
 def test_links_fifos_and_sockets_are_described_not_followed_and_refused(channel, tmp_path, make, reason):
     chan, root = channel
     (root / "a").write_text("a")
-    make(root)
-    with pytest.raises(UnsafeOutput, match=reason):
+    made = make(root)
+    with contextlib.closing(made) if made else contextlib.nullcontext(), pytest.raises(UnsafeOutput, match=reason):
         collect(chan, tmp_path / "copy")
-
-
-def test_what_the_agent_cannot_read_is_the_participants_refusal(channel, tmp_path):
-    chan, root = channel
-    root.rmdir()  # gone between the run and the collection: lstat fails inside the agent
-    with pytest.raises(UnsafeOutput, match=r"^/output could not be read: \[Errno 2\] No such file"):
-        collect(chan, tmp_path / "copy")
-    root.mkdir()  # the answer was read to its end frame: the channel goes on
-    (root / "a").write_text("a")
-    assert collect(chan, tmp_path / "copy") == 1
 
 
 def make_deeper_than_the_kernel_allows(root: Path) -> None:
@@ -120,6 +116,64 @@ def make_deeper_than_the_kernel_allows(root: Path) -> None:
         os.close(here)
         here = deeper
     os.close(here)
+
+
+def test_what_the_agent_may_not_read_is_the_participants_refusal_and_the_channel_goes_on(channel, tmp_path,
+                                                                                        monkeypatch):
+    chan, root = channel
+    (root / "theirs.bin").write_text("x")
+    lstat = os.lstat
+
+    def not_ours(path):  # a file of another user, mode 0600: tests run as root, so it is made up
+        if str(path).endswith("theirs.bin"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return lstat(path)
+
+    monkeypatch.setattr(keeper_agent.os, "lstat", not_ours)
+    with pytest.raises(UnsafeOutput, match=r"^/output could not be read: \[Errno 13\] Permission denied"):
+        collect(chan, tmp_path / "copy")
+    assert chan.usable  # the answer was read to its end frame
+
+
+def test_a_tree_past_the_kernels_limit_is_refused_by_the_host_as_it_streams(channel, tmp_path):
+    chan, root = channel
+    make_deeper_than_the_kernel_allows(root)
+    with pytest.raises(UnsafeOutput, match="is a path longer than 1024 characters"):
+        collect(chan, tmp_path / "copy")  # long before the agent reaches the kernel's limit
+
+
+def test_what_the_agent_cannot_empty_it_says_for_the_shell_to_do(channel):
+    chan, root = channel
+    make_deeper_than_the_kernel_allows(root)
+    assert "File name too long" in chan.ask("empty").finish()
+    assert chan.usable
+
+
+def test_the_agents_own_failure_is_a_keeper_gone_not_a_refusal(channel, tmp_path):
+    chan, root = channel
+    root.rmdir()  # not something a participant can do: /output is the volume's root
+    with pytest.raises(KeeperGone, match=r"the keeper failed \(\[Errno 2\] No such file"):
+        collect(chan, tmp_path / "copy")
+    assert not chan.usable
+    with pytest.raises(KeeperGone):
+        chan.ask("collect")
+
+
+def test_an_unknown_request_is_the_agents_failure(channel):
+    chan, _ = channel
+    with pytest.raises(KeeperGone, match="unknown request 'format c:'"):
+        chan.ask("format c:").finish()
+
+
+def test_no_request_is_sent_while_an_answer_is_left_unread(channel, tmp_path):
+    chan, root = channel
+    for i in range(1001):
+        (root / f"f{i}").write_text("x")
+    with pytest.raises(UnsafeOutput, match="more than 1000 files"):
+        collect(chan, tmp_path / "copy", OutputLimits(max_files=1000))
+    assert not chan.usable
+    with pytest.raises(KeeperGone, match="last answer was left unread"):
+        chan.ask("empty")
 
 
 def test_empty_opens_closed_folders_and_leaves_the_area_as_made(channel, tmp_path):
@@ -134,28 +188,20 @@ def test_empty_opens_closed_folders_and_leaves_the_area_as_made(channel, tmp_pat
     assert list(root.iterdir()) == [] and stat.S_IMODE(root.stat().st_mode) == 0o700
 
 
-def test_what_the_agent_cannot_empty_it_says_and_the_channel_goes_on(channel, tmp_path):
-    chan, root = channel
-    make_deeper_than_the_kernel_allows(root)
-    assert "File name too long" in chan.ask("empty").finish()
-    assert "unknown request" in chan.ask("format c:").finish()
-    assert chan.ask("collect").finish().startswith("[Errno 36] File name too long")
-
-
 def test_a_keeper_that_dies_mid_answer_is_gone_with_its_last_words(tmp_path):
     ours, theirs = socket.socketpair()
     theirs.sendall(b"\1\0\0\0\0\0\0\5d\0\0\4\0")  # a data frame of 1024 bytes announced, none sent
     theirs.sendall(b"\2\0\0\0\0\0\0\x0bMemoryError")
     theirs.shutdown(socket.SHUT_WR)
     chan = KeeperChannel(ours, timeout=10)
-    with theirs, pytest.raises(KeeperGone, match=r"ended its connection \(MemoryError\)"):
+    with theirs, contextlib.closing(chan), pytest.raises(KeeperGone, match=r"ended its connection \(MemoryError\)"):
         extract_tar(chan.ask("collect"), tmp_path, strip="output")
 
 
 def test_a_keeper_that_stops_answering_times_out(tmp_path):
     ours, theirs = socket.socketpair()
-    with theirs:
-        chan = KeeperChannel(ours, timeout=0.2)
+    chan = KeeperChannel(ours, timeout=0.2)
+    with theirs, contextlib.closing(chan):
         with pytest.raises(KeeperGone, match="stopped answering"):
             extract_tar(chan.ask("collect"), tmp_path, strip="output")
 
