@@ -12,6 +12,7 @@ import io
 import os
 import re
 import socket
+import tarfile
 import tempfile
 import threading
 import time
@@ -115,13 +116,16 @@ class DockerOutputArea:
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             mem_limit=64 * 1024**2, pids_limit=16, labels=self.labels, detach=True, stdin_open=True,
             log_config=docker.types.LogConfig(type="none"), volumes={volume.name: {"bind": "/output", "mode": "rw"}})
+        attached = None
         try:
             api = self.client.api
             attached = api.attach_socket(keeper.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             return keeper, KeeperChannel(attached, timeout=api.timeout)
         except BaseException:
+            if attached is not None:
+                attached.close()
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
-                keeper.remove(force=True)  # its connection, if one was made, ends with it
+                keeper.remove(force=True)
             raise
 
     def mount(self, target: str = "/output") -> dict:
@@ -133,7 +137,9 @@ class DockerOutputArea:
         try:
             answer = self.channel.ask("collect")
             found = extract_tar(io.BufferedReader(answer, READ_BUFFER), target, strip="output", limits=limits)
-            answer.finish()  # only its end frame is left: a refusal there was raised while reading the tar
+            # Only the archive's end blocks and the end frame may be left: more would be outputs tar stopped before.
+            if answer.finish() or answer.skipped > 2 * tarfile.BLOCKSIZE:
+                raise KeeperGone("the keeper's answer went on past its archive")
             return found
         except KeeperGone as exc:
             raise SandboxError(f"reading /output: {exc}", transient=True) from None

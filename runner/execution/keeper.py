@@ -102,11 +102,13 @@ class Answer(io.RawIOBase):
         self.data_left = 0  # bytes left in the agent's current data frame
         self.ended = False
         self.refusal = ""  # the end frame's text: why the participant's /output could not be read or emptied
+        self.skipped = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
+        self._check()
         while self.data_left == 0 and not self.ended:
             self._next_frame()
         if self.refusal:
@@ -120,13 +122,21 @@ class Answer(io.RawIOBase):
 
     def finish(self) -> str:
         """Read to the end frame (a tar's own end comes before it), so the next answer starts clean;
-        the participant's refusal, if any (empty when the request was done)."""
+        the participant's refusal, if any (empty when the request was done). `skipped` counts the data
+        bytes it passed over."""
+        self._check()
         while not self.ended:
             if self.data_left:
-                self.data_left -= len(self.channel.stdout(self.data_left))
+                passed = len(self.channel.stdout(self.data_left))
+                self.data_left -= passed
+                self.skipped += passed
             else:
                 self._next_frame()
         return self.refusal
+
+    def _check(self) -> None:
+        if self.channel.failed:  # an x frame, a timeout: nothing more of this answer can be trusted
+            raise KeeperGone(self.channel.failed)
 
     def _next_frame(self) -> None:
         header = self.channel.stdout_exactly(5)

@@ -28,8 +28,9 @@ ROOT = "/output"
 CHUNK = 1024 * 1024
 BLOCK = tarfile.BLOCKSIZE
 # What a participant can leave that cannot be read or removed: a path past the kernel's limit, a loop
-# of links, a permission the keeper cannot give back. Any other failure is the agent's.
-PARTICIPANTS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM}
+# of links, a permission the keeper cannot give back, folders nested past the keeper's open files, a
+# folder not emptied in one pass. Any other failure is the agent's.
+PARTICIPANTS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM, errno.EMFILE, errno.ENOTEMPTY}
 
 
 def frame(out, kind, payload):
@@ -70,7 +71,8 @@ def readable(path, status):
 def write_file(out, path, size):
     """Exactly `size` bytes of the file (what the header said), padded to a whole block."""
     left = size
-    with open(path, "rb") as source:
+    # Never a link's target, never waiting on a FIFO: only what lstat found a regular file is opened.
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as source:
         while left:
             chunk = source.read(min(CHUNK, left)) or b"\0" * min(CHUNK, left)  # shrank meanwhile: zeros
             frame(out, b"d", chunk)
@@ -131,6 +133,9 @@ def empty(out, root):
     finally:
         for _, found in folders:
             found.close()
+    with os.scandir(root) as left:  # removing while reading a folder may skip entries: then the shell's turn
+        if next(left, None) is not None:
+            raise OSError(errno.ENOTEMPTY, "not emptied in one pass", root)
 
 
 REQUESTS = {"collect": collect, "empty": empty}

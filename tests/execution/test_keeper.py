@@ -17,7 +17,7 @@ import pytest
 from runner.execution import keeper_agent
 from runner.execution.keeper import KeeperChannel, KeeperGone
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_tar
-from runner.execution.sandbox import RunSpec, SandboxError
+from runner.execution.sandbox import Mount, RunSpec, SandboxError
 
 
 class EngineFramed:
@@ -85,6 +85,9 @@ def test_what_the_owner_made_unreadable_is_read_all_the_same(channel, tmp_path):
     target.mkdir()
     assert collect(chan, target) == 2
     assert (target / "locked" / "inside.txt").read_text() == "x" and (target / "secret.txt").read_text() == "y"
+    # Root reads them anyway (the tests run as root): that the agent gave the permission back shows in the modes.
+    assert stat.S_IMODE((root / "secret.txt").stat().st_mode) == 0o400
+    assert stat.S_IMODE((root / "locked").stat().st_mode) == 0o500
 
 
 def listening(path: Path) -> socket.socket:
@@ -183,9 +186,13 @@ def test_empty_opens_closed_folders_and_leaves_the_area_as_made(channel, tmp_pat
     (root / "closed" / "inner").chmod(0)
     (root / "closed").chmod(0o500)
     (root / "top.txt").write_text("y")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "kept.txt").write_text("z")
+    (root / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     root.chmod(0o500)
     assert chan.ask("empty").finish() == ""
     assert list(root.iterdir()) == [] and stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert (tmp_path / "elsewhere" / "kept.txt").read_text() == "z"  # a link is removed, not followed
 
 
 def test_a_keeper_that_dies_mid_answer_is_gone_with_its_last_words(tmp_path):
@@ -224,7 +231,9 @@ def test_an_area_whose_keeper_died_fails_transiently_and_is_replaced(engine, tmp
         area.prepare()  # before the next run: a new keeper and volume
         target = tmp_path / "copy"
         target.mkdir()
-        assert area.collect(target) == 0 and area.keeper.status != "exited"
+        assert area.collect(target) == 0
+        area.keeper.reload()
+        assert area.keeper.status == "running"
 
 
 @pytest.mark.docker
@@ -235,3 +244,17 @@ def test_a_tree_too_deep_for_the_agent_is_emptied_by_the_shell(engine, behave, t
         target = tmp_path / "copy"
         target.mkdir()
         assert area.collect(target) == 0
+
+
+@pytest.mark.docker
+def test_the_agent_itself_reads_and_empties_what_its_writer_closed(engine, behave, tmp_path):
+    """As the area's user, not root: without the agent's chmods, collect would be refused and emptying
+    would fall to the shell."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    with engine.output_area(16 * 1024**2) as area:
+        assert engine.run(RunSpec(image=behave("unreadable"), mounts=(Mount(inputs, "/input"),)), area).ok
+        target = tmp_path / "copy"
+        target.mkdir()
+        assert area.collect(target) == 1 and (target / "notes" / "run.txt").read_text() == "x"
+        assert area.channel.ask("empty").finish() == ""
