@@ -93,21 +93,30 @@ def entry(out, path, name):
     return info.type == tarfile.DIRTYPE
 
 
+def depth_first(root, name, visit):
+    """Calls `visit(entry, name)` on each entry under `root` (`name` its path under the top's `name`), depth
+    first, going into those it returns True for; yields each folder's path once all in it was visited.
+    One open folder per level, never a whole listing: a huge folder or a deep tree does not grow the agent."""
+    folders = [(root, name, os.scandir(root))]
+    try:
+        while folders:
+            path, name, found = folders[-1]
+            child = next(found, None)
+            if child is None:
+                folders.pop()[2].close()
+                yield path
+            elif visit(child, name + "/" + child.name):
+                folders.append((child.path, name + "/" + child.name, os.scandir(child.path)))
+    finally:
+        for _, _, found in folders:
+            found.close()
+
+
 def collect(out, root):
     """`root` as a tar stream, depth first, its top folder named `output`."""
     entry(out, root, "output")
-    folders = [("output", os.scandir(root))]
-    try:
-        while folders:
-            name, found = folders[-1]
-            child = next(found, None)
-            if child is None:
-                folders.pop()[1].close()
-            elif entry(out, child.path, name + "/" + child.name):
-                folders.append((name + "/" + child.name, os.scandir(child.path)))
-    finally:
-        for _, found in folders:
-            found.close()
+    for _ in depth_first(root, "output", lambda child, name: entry(out, child.path, name)):
+        pass
     frame(out, b"d", b"\0" * (2 * BLOCK))  # the end of the archive
 
 
@@ -116,26 +125,21 @@ def empty(out, root):
     removed as soon as it is empty. Paths past the kernel's limit fail here; the runner then empties
     the area its slower way, or replaces it."""
     os.chmod(root, stat.S_IRWXU)  # /output itself too: its volume was made 0700
-    folders = [(root, os.scandir(root))]
-    try:
-        while folders:
-            path, found = folders[-1]
-            child = next(found, None)
-            if child is None:
-                folders.pop()[1].close()
-                if folders:
-                    os.rmdir(path)
-            elif child.is_dir(follow_symlinks=False):
-                os.chmod(child.path, stat.S_IRWXU)
-                folders.append((child.path, os.scandir(child.path)))
-            else:
-                os.unlink(child.path)
-    finally:
-        for _, found in folders:
-            found.close()
+    for folder in depth_first(root, "", opened_or_removed):
+        if folder != root:
+            os.rmdir(folder)
     with os.scandir(root) as left:  # removing while reading a folder may skip entries: then the shell's turn
         if next(left, None) is not None:
             raise OSError(errno.ENOTEMPTY, "not emptied in one pass", root)
+
+
+def opened_or_removed(child, name):
+    """A folder made enterable and writable (to go into), anything else removed (a link, not its target)."""
+    if child.is_dir(follow_symlinks=False):
+        os.chmod(child.path, stat.S_IRWXU)
+        return True
+    os.unlink(child.path)
+    return False
 
 
 REQUESTS = {"collect": collect, "empty": empty}
