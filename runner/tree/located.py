@@ -91,6 +91,7 @@ PARTICIPANT = YamlPolicy(max_bytes=64 * 1024, allow_aliases=False, max_aliases=0
 ORGANIZER = YamlPolicy(max_bytes=1024 * 1024, allow_aliases=True, max_aliases=1_000, max_depth=64, max_nodes=100_000)
 
 CORE = "tag:yaml.org,2002:"
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own limit (1000), which it may reach first
 MAX_NUMBER_CHARS = 100  # YAML 1.1's base-60 numbers cost quadratic time in their length
 
 
@@ -280,6 +281,8 @@ def _compose(path: Path, text: str, policy: YamlPolicy) -> Node | None:
         return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.problem == LIBYAML_TOO_DEEP:  # libyaml >= 0.2.6 scans ahead and stops deep nesting before us
+            raise ModelError(path, _line(mark), None, f"nested deeper than {policy.max_depth} levels") from None
         message = exc.problem or exc.context or "cannot be parsed"
         if exc.problem and exc.context and not exc.context.startswith("while"):
             message = f"{exc.context}, {exc.problem}"  # "expected a single document..., but found another"
