@@ -9,30 +9,37 @@ algorithm outputs by the same hash of the input folder.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-CHUNK = 1024 * 1024
 # Byte-code caches differ from machine to machine: never part of a build context or its tag.
 NOT_CONTEXT = ("__pycache__", "*.pyc")
 
 
 def tree_hash(folder: Path, *extra: str, skip: tuple[str, ...] = ()) -> str:
-    """sha256 over every file's relative path and content under `folder` (sorted, streamed, so a
-    large input is never read whole), then each of `extra`. Paths with a part named in `skip` (or
-    ending in a skipped `*.suffix`) are left out."""
+    """sha256 over every file under `folder` (sorted, streamed, so a large input is never read whole),
+    then each of `extra`. Paths with a part named in `skip` (or ending in a skipped `*.suffix`) are left out.
+
+    Every record is framed, so no two different trees share a hash: a file is `f`, its path's length
+    and path, whether it is executable, and its content's own sha256; an extra is `x`, its length and
+    text. (Unframed, a file `a` holding `x\0b\0y` read like files `a` and `b`: two models, one hash.)"""
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not _skipped(p.relative_to(folder), skip)):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        name = str(path.relative_to(folder)).encode("utf-8", "surrogateescape")
         with open(path, "rb") as handle:
-            while chunk := handle.read(CHUNK):
-                digest.update(chunk)
-        digest.update(b"\0")
+            executable = os.fstat(handle.fileno()).st_mode & 0o111 != 0
+            content = hashlib.file_digest(handle, "sha256").digest()
+        digest.update(b"f" + _framed(name) + (b"x" if executable else b"-") + content)
     for item in extra:
-        digest.update(item.encode() + b"\0")
+        digest.update(b"x" + _framed(item.encode("utf-8", "surrogateescape")))
     return digest.hexdigest()
+
+
+def _framed(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
 
 
 def _skipped(relative: Path, skip: tuple[str, ...]) -> bool:

@@ -30,12 +30,30 @@ def test_tree_hash_depends_on_names_and_content_not_on_where_the_folder_is(tmp_p
     assert tree_hash(a, "extra") != tree_hash(a)
 
 
-def test_tree_hash_is_the_recipe_results_and_tags_were_made_with(tmp_path):
-    """Path, NUL, content, NUL per file in sorted order: cache entries and image tags made before stay valid."""
+def test_tree_hash_is_the_recipe_results_and_tags_are_made_with(tmp_path):
+    """Each record framed: a file's path by its length, its mode, its content's own hash; then each extra."""
     root = folder(tmp_path, "a", {"b.txt": b"bee", "a.txt": b"ay"})
-    expected = hashlib.sha256(b"a.txt\0ay\0b.txt\0bee\0base\0").hexdigest()
+
+    def record(name: bytes, data: bytes) -> bytes:
+        return b"f" + len(name).to_bytes(8, "big") + name + b"-" + hashlib.sha256(data).digest()
+
+    expected = hashlib.sha256(record(b"a.txt", b"ay") + record(b"b.txt", b"bee")
+                              + b"x" + (4).to_bytes(8, "big") + b"base").hexdigest()
     assert tree_hash(root, "base") == expected
     assert image_tag(root, name="img", base="base") == f"img:{expected[:16]}"
+
+
+def test_two_different_trees_never_share_a_hash(tmp_path):
+    """Unframed, a file `a` holding `x NUL b NUL y` hashed like files `a` (x) and `b` (y): two trained
+    models shared one model.sha256, and the output cache served one's predictions for the other."""
+    one = folder(tmp_path, "one", {"a": b"x\0b\0y"})
+    two = folder(tmp_path, "two", {"a": b"x", "b": b"y"})
+    assert tree_hash(one) != tree_hash(two)
+    assert tree_hash(folder(tmp_path, "three", {"a": b"xy"})) != tree_hash(folder(tmp_path, "four", {"a": b"x"}), "y")
+    script = folder(tmp_path, "five", {"run.sh": b"echo"})
+    before = tree_hash(script)
+    (script / "run.sh").chmod(0o755)
+    assert tree_hash(script) != before
 
 
 def test_build_arguments_and_base_change_the_tag(tmp_path):
