@@ -161,14 +161,12 @@ def _scratch_file(store: Store, file: Path, scratch: Path, *, challenge: str, ph
                                  kind=phase.submission_kind, supplementary=phase.supplementary_file_choice)
     folder = scratch / "submission"
     folder.mkdir(parents=True, exist_ok=True)
-    if submission.predictions_path is not None:
-        if not submission.predictions_path.is_file():
+    if submission.predictions is not None:
+        found = submission.predictions_path
+        if found is None:
             raise UsageError(f"{file}: predictions file {submission.predictions!r} was not found next to it")
-        shutil.copyfile(submission.predictions_path, folder / Path(submission.predictions or "").name)
-    body = participant_yaml(file).data
-    if submission.predictions:
-        body["predictions"]["file"] = Path(submission.predictions).name
-    return _write(store, scratch, body, challenge=challenge, phase=phase)
+        shutil.copyfile(found, folder / found.name)
+    return _write(store, scratch, participant_yaml(file).data, challenge=challenge, phase=phase)
 
 
 def _write(store: Store, scratch: Path, body: dict, *, challenge: str, phase: Phase) -> Submission:

@@ -118,7 +118,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
         job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
-        job.run(store, inputs, truth, evaluation_image)
+        job.run(inputs, truth, evaluation_image)
     return Result(
         challenge=submission.challenge, phase=submission.phase, participant=submission.participant,
         submission=submission.id, status="failed" if job.error else "succeeded",
@@ -150,7 +150,7 @@ class _Job:
         self.model: training.Trained | None = None  # training phases: what the predict runs mount
         self.last_lines: dict[str, str | None] = {}  # each stage's last stderr line, as its record shows it
 
-    def run(self, store: Store, inputs: Path, truth: Path, evaluation_image: str) -> None:
+    def run(self, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
             if self.phase.submission_kind == "training":
                 self.ref, image_id = self._algorithm_image()
@@ -160,7 +160,7 @@ class _Job:
                 self.ref, image_id = self._algorithm_image()
                 self.runs["algorithm"] = self._algorithm(inputs, image_id)
             else:
-                unpack_predictions(_predictions_file(self.submission, store), self.predictions,
+                unpack_predictions(_predictions_file(self.submission), self.predictions,
                                    sha256=self.submission.predictions_sha256 or "")
             self.runs["evaluation"] = self._evaluation(evaluation_image, truth)
         except ContainerFailed as failure:
@@ -522,12 +522,12 @@ def _sum(values: Iterable[float | None]) -> float | None:
     return sum(present) if present else None
 
 
-def _predictions_file(submission: Submission, store: Store) -> Path:
-    """Prediction files are committed next to the submission (small) or under the repository."""
-    name = submission.predictions or ""
-    path = (submission.path.parent / name).resolve()
-    if not path.is_relative_to(store.root) or not path.is_file():
-        raise SubmissionFailure(f"Predictions file {name!r} was not found next to the submission")
+def _predictions_file(submission: Submission) -> Path:
+    """The predictions file committed beside the submission: a regular file of the participant's own
+    folder, never a path or a link, so no hash of another file can reach a failure line."""
+    path = submission.predictions_path
+    if path is None:
+        raise SubmissionFailure(f"Predictions file {submission.predictions!r} was not found next to the submission")
     return path
 
 

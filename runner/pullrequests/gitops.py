@@ -57,7 +57,9 @@ def _reason(stderr: str, code: int) -> str:
 
 def changes(root: Path, base: str, head: str) -> tuple[Change, ...]:
     """The files `head` changes against `base`, in GitHub's words (added, modified, removed, renamed)."""
-    fields = git(root, "diff", "--name-status", "-z", "-M", base, head).split("\0")
+    # A name that is not UTF-8 is kept as it is (surrogate escapes) for the rules to refuse by name.
+    fields = _run(root, ("diff", "--name-status", "-z", "-M", base, head), None).decode(
+        "utf-8", "surrogateescape").split("\0")
     out, i = [], 0
     while i < len(fields) - 1:
         status = fields[i][0]

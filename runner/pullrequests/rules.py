@@ -9,6 +9,7 @@ read through the API at a fixed commit in the trusted one. The challenge tree th
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import tempfile
 from collections.abc import Callable
@@ -70,6 +71,9 @@ class Verdict:
 
 def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_images: bool = False) -> Verdict:
     """Every rule's verdict on the proposal, judged against the tree in `store`."""
+    if unreadable := [c.path for c in proposal.changes if not _utf8(c.path)]:
+        return Verdict("unknown", None, tuple(f"{_shown(path)}: this file name is not UTF-8 text; a pull request "
+                                              "may name its files in UTF-8 only" for path in unreadable[:MAX_LISTED]))
     target = _target(proposal.changes)
     if target is None:
         return Verdict("unknown", None, tuple(_unknown(proposal.changes)))
@@ -78,6 +82,19 @@ def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_ima
         return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
     refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
     return Verdict("submission", target.path, refusals, () if refusals else tuple(_notes(store, proposal, target)))
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # git's bytes kept as surrogate escapes
+        return False
+
+
+def _shown(path: str) -> str:
+    """A file name as text that prints anywhere: bytes that are not UTF-8 shown as \\xNN."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _target(changes: tuple[Change, ...]) -> Change | None:
@@ -132,6 +149,7 @@ def _submission(store: Store, proposal: Proposal, target: Change, now: dt.dateti
     try:
         submission = _load(proposal, target.path, slug=slug, phase=phase, participant=participant)
         content = [*_image(submission, target.path, phase, allow_local),
+                   *_predictions(store, proposal, target.path, submission),
                    *_supplementary(store, proposal, target.path, submission)]
     except ModelError as exc:
         submission, content = None, [str(exc)]
@@ -202,8 +220,7 @@ def _companions(rel: str, submission: Submission | None) -> tuple[str, ...]:
     if submission is None:
         return ()
     extra = submission.supplementary.file if submission.supplementary else None
-    return tuple(str(PurePosixPath(rel).parent / name) for name in (submission.predictions, extra)
-                 if name and ".." not in PurePosixPath(name).parts)
+    return tuple(str(PurePosixPath(rel).parent / name) for name in (submission.predictions, extra) if name)
 
 
 def _load(proposal: Proposal, rel: str, *, slug: str, phase: Phase, participant: str) -> Submission:
@@ -218,13 +235,32 @@ def _supplementary(store: Store, proposal: Proposal, rel: str, submission: Submi
     if submission.supplementary is None:
         return []
     name = submission.supplementary.file
-    if "/" in name:
-        return [f"{rel}: supplementary.file: name a file beside the submission, not a path ({name!r})"]
+    problem = supplementary_problem(_companion(store, proposal, rel, name), submission.supplementary.sha256, name=name)
+    return [f"{rel}: supplementary.{problem.field}: {problem.message}"] if problem else []
+
+
+def _predictions(store: Store, proposal: Proposal, rel: str, submission: Submission) -> list[str]:
+    """The predictions file the submission pins, as the pull request adds it beside the file (or as the
+    default branch already has it there)."""
+    if submission.predictions is None:
+        return []
+    data = _companion(store, proposal, rel, submission.predictions)
+    if data is None:
+        return [f"{rel}: predictions.file: {submission.predictions} was not found next to the submission "
+                "(commit it in the same pull request)"]
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != submission.predictions_sha256:
+        return [f"{rel}: predictions.sha256: {submission.predictions} has sha256 {digest}, not the pinned one; "
+                "pin the file you committed (sha256sum FILE)"]
+    return []
+
+
+def _companion(store: Store, proposal: Proposal, rel: str, name: str) -> bytes | None:
+    """A file beside the submission (its name is never a path: the schema says so), as the pull request
+    adds it or the default branch has it; None for a missing file, a link or a submodule."""
     path = str(PurePosixPath(rel).parent / name)
     added = any(c.path == path and c.status == "added" for c in proposal.changes)
-    data = proposal.read(path) if added or (store.root / path).is_file() else None
-    problem = supplementary_problem(data, submission.supplementary.sha256, name=name)
-    return [f"{rel}: supplementary.{problem.field}: {problem.message}"] if problem else []
+    return proposal.read(path) if added or (store.root / path).is_file() else None
 
 
 def _notes(store: Store, proposal: Proposal, target: Change) -> list[str]:

@@ -207,8 +207,8 @@ class _Checker:
         submission = load_submission(path, challenge=slug, phase=phase, participant=participant,
                                      kind=record.submission_kind if record else None,
                                      supplementary=record.supplementary_file_choice if record else None)
-        if submission.predictions_path is not None and submission.predictions_sha256 is not None:
-            self._predictions(path, submission.predictions_path, submission.predictions_sha256)
+        if submission.predictions is not None and submission.predictions_sha256 is not None:
+            self._predictions(path, submission)
         if submission.supplementary is not None:
             self._supplementary(path, submission)
         self.submissions.append(submission)
@@ -221,11 +221,10 @@ class _Checker:
             return None
 
     def _supplementary(self, path: Path, submission: Submission) -> None:
-        found = submission.supplementary_path
-        assert found is not None and submission.supplementary is not None
-        beside = found.resolve().parent == path.resolve().parent
-        data = found.read_bytes() if beside and found.is_file() else None
-        if problem := supplementary_problem(data, submission.supplementary.sha256, name=found.name):
+        found, pinned = submission.supplementary_path, submission.supplementary
+        assert pinned is not None
+        data = found.read_bytes() if found is not None else None
+        if problem := supplementary_problem(data, pinned.sha256, name=pinned.file):
             self.problem(path, ("supplementary", problem.field), problem.message)
 
     def same_images(self) -> None:
@@ -248,15 +247,14 @@ class _Checker:
                     or paths.result_file(slug, phase, participant, sub_id).is_file()):
                 self.problem(path, (i, "result"), f"no submission {key} in phase {phase!r}")
 
-    def _predictions(self, path: Path, file: Path, pinned: str) -> None:
-        found = file.resolve()
-        if not found.is_relative_to(self.store.root):
-            return self.problem(path, ("predictions", "file"), "must name a file inside the repository")
-        if not found.is_file():
-            return self.problem(path, ("predictions", "file"), f"{file.name!r} was not found next to the submission")
+    def _predictions(self, path: Path, submission: Submission) -> None:
+        found, pinned = submission.predictions_path, submission.predictions_sha256
+        if found is None:
+            return self.problem(path, ("predictions", "file"),
+                                f"{submission.predictions!r} was not found next to the submission")
         digest = hashlib.sha256(found.read_bytes()).hexdigest()
         if digest != pinned:
-            self.problem(path, ("predictions", "sha256"), f"{file.name} has sha256 {digest}, not the pinned one; "
+            self.problem(path, ("predictions", "sha256"), f"{found.name} has sha256 {digest}, not the pinned one; "
                                                           "pin the file you committed (sha256sum FILE)")
 
     def approvals(self, path: Path) -> None:

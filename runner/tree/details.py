@@ -16,6 +16,7 @@ from pathlib import Path
 
 from runner.tree.located import ModelError
 from runner.tree.model import Result, SubmissionDetails, details_of
+from runner.tree.paths import companion_file
 from runner.tree.store import Store
 
 SUPPLEMENTARY_MAX_BYTES = 20 * 1024**2
@@ -41,9 +42,9 @@ def supplementary_file(store: Store, result: Result, details: SubmissionDetails)
     """The supplementary PDF committed beside the result's submission, if it is there as pinned."""
     if not details.supplementary:
         return None
-    folder = store.paths.submissions(result.challenge) / result.phase / result.participant
-    path = (folder / details.supplementary).resolve()
-    if not path.is_relative_to(folder.resolve()) or not path.is_file():
+    path = companion_file(store.paths.submissions(result.challenge) / result.phase / result.participant,
+                          details.supplementary)
+    if path is None:
         return None
     data = path.read_bytes() if path.stat().st_size <= SUPPLEMENTARY_MAX_BYTES else b""
     return path if supplementary_problem(data, details.supplementary_sha256 or "") is None else None

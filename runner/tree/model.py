@@ -35,6 +35,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
+from runner.tree.paths import companion_file
 from runner.tree.references import DIGEST, PINNED, SHA256, check_image_ref
 from runner.tree.schema_parse import Issue, parse
 from runner.tree.schema_types import (
@@ -45,6 +46,7 @@ from runner.tree.schema_types import (
     Bool,
     Closing,
     Day,
+    FileName,
     JsonPath,
     Missing,
     Moment,
@@ -564,7 +566,7 @@ class Predictions:
     """A predictions file committed next to the submission, pinned by its hash."""
 
     __pydantic_config__: ClassVar[ConfigDict] = STRICT
-    file: Annotated[Text, meta("The file's name, relative to the submission file (a .zip is unpacked).")]
+    file: Annotated[FileName, meta("The file's name, in the submission file's folder (a .zip is unpacked).")]
     sha256: Annotated[Sha256, meta("The file's sha256, 64 lowercase hex digits (sha256sum FILE).")]
 
 
@@ -574,7 +576,7 @@ class Supplementary:
     (grand-challenge's supplementary file), in a phase whose supplementary_file_choice allows it."""
 
     __pydantic_config__: ClassVar[ConfigDict] = STRICT
-    file: Annotated[Text, meta("The PDF's name, relative to the submission file.")]
+    file: Annotated[FileName, meta("The PDF's name, in the submission file's folder.")]
     sha256: Annotated[Sha256, meta("The file's sha256, 64 lowercase hex digits (sha256sum FILE).")]
 
 
@@ -651,13 +653,13 @@ class Submission(SubmissionFields):
 
     @property
     def predictions_path(self) -> Path | None:
-        """Where the predictions file sits: named relative to the submission file."""
-        return self.path.parent / self.predictions if self.predictions else None
+        """The predictions file beside the submission file; None if there is no such regular file."""
+        return companion_file(self.path.parent, self.predictions) if self.predictions else None
 
     @property
     def supplementary_path(self) -> Path | None:
-        """Where the supplementary PDF sits: named relative to the submission file."""
-        return self.path.parent / self.supplementary.file if self.supplementary else None
+        """The supplementary PDF beside the submission file; None if there is no such regular file."""
+        return companion_file(self.path.parent, self.supplementary.file) if self.supplementary else None
 
 
 # --- results/<phase>/<participant>/<id>.json (written by the runner) --------------------------

@@ -15,7 +15,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -33,6 +35,19 @@ SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or
 # A challenge's folders that hold data or code, not pages of its site.
 NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",
                        "registrations"})
+
+
+def companion_file(folder: Path, name: str) -> Path | None:
+    """The regular file `name` in a submission's `folder` (its predictions, its supplementary PDF), or
+    None: a name that is a path, a link (even to a file beside it) or anything but a regular file is
+    never read, so a submission can only ever point at its participant's own files."""
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    path = folder / name
+    try:
+        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,11 @@ Slug = Annotated[str, Strict(), _pattern(SLUG, "a kebab-case slug (lowercase let
                  _schema({"type": "string", "pattern": f"^{SLUG.pattern}$"}, "slug")]
 Name = Annotated[str, Strict(), _pattern(NAME, "a name of letters, digits, '-', '_' and '.'"),
                  _schema({"type": "string", "pattern": f"^{NAME.pattern}$"}, "name")]
+# A file committed beside a submission (predictions, a supplementary PDF): a name, never a path, so it
+# can only be a file of the participant's own folder (`paths.companion_file` reads it).
+FileName = Annotated[str, Strict(), _pattern(NAME, "a file name", why="name a file in the submission's own folder "
+                                             "(letters, digits, '-', '_' and '.'), not a path"),
+                     _schema({"type": "string", "pattern": f"^{NAME.pattern}$"}, "file name")]
 TeamName = Annotated[str, Strict(), _pattern(NAME, "a team name",
                                              why="a team name may use letters, digits, '-', '_' and '.'"),
                      _schema({"type": "string", "pattern": f"^{NAME.pattern}$"}, "team name")]

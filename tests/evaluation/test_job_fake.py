@@ -25,7 +25,7 @@ from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, SandboxError
-from runner.tree.model import Result
+from runner.tree.model import ModelError, Result
 from runner.tree.records import read_local
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
@@ -474,6 +474,32 @@ def test_bad_predictions_are_failed_results(repo, fake, config, data_root, entri
     digest = hashlib.sha256((folder / "masks.zip").read_bytes()).hexdigest()
     assert (result.status, result.error) == ("failed", reason.format(digest=digest))
     assert fake.runs == [] and not (repo.parent / "escape.npy").exists()
+
+
+def test_a_predictions_file_that_is_a_link_is_never_read(repo, fake, config, data_root):
+    """A link beside the submission (to the hidden labels, or to a file of the runner's checkout) is
+    refused by name, and the failure line carries no hash of what it points at."""
+    folder = predictions_phase(repo, data_root)
+    target = data_root / CHALLENGE / "validation" / "ground-truth" / CASES[0]
+    (folder / "masks.zip").symlink_to(target)
+    path = folder / "v1.yml"
+    path.write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: {'ab' * 32}\n")
+    result = evaluate_predictions(repo, fake, config, path)
+    assert (result.status, result.error) == ("failed", "Predictions file 'masks.zip' was not found next to the "
+                                                       "submission")
+    assert hashlib.sha256(target.read_bytes()).hexdigest() not in json.dumps(result.__dict__, default=str)
+    assert fake.runs == []
+
+
+@pytest.mark.parametrize("name", ["../../../results/validation/bob/v1.json", "sub/masks.zip", "..", ".hidden"])
+def test_a_predictions_path_is_refused_before_the_runner_reads_anything(repo, fake, config, data_root, name):
+    folder = predictions_phase(repo, data_root)
+    path = folder / "v1.yml"
+    path.write_text(f"phase: validation\npredictions:\n  file: {name}\n  sha256: {'ab' * 32}\n")
+    store = Store(repo)
+    with pytest.raises(ModelError, match=r"predictions\.file: name a file in the submission's own folder"):
+        store.submission(path)
+    assert store.pending() == []  # an invalid file never enters the queue (`challenge check` names it)
 
 
 # --- logs and GPUs ------------------------------------------------------------------------------

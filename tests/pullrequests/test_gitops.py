@@ -65,6 +65,20 @@ def test_check_submission_never_reads_through_a_link(github, origin, tmp_path, c
     assert f"{sub()}: must be a regular file, not a symbolic link or submodule" in capsys.readouterr().out
 
 
+def test_a_file_name_that_is_not_utf8_is_refused_by_name(github, origin, tmp_path, capsys):
+    """git hands names over as bytes; one that is not UTF-8 is named (its bytes escaped), never a traceback."""
+    strange = f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v\udcff.yml"  # the byte 0xff, as git keeps it
+    github.open_pull("alice", {strange: text()})
+    checkout = clone(origin, tmp_path / "validate")
+    gitops.checkout_pull(checkout, 1)
+    verdict = tmp_path / "verdict.json"
+    assert main(["--root", str(checkout), "check-submission", "--author", "alice", "--output", str(verdict)]) == 1
+    line = (f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v\\xff.yml: this file name is not UTF-8 text; a pull "
+            "request may name its files in UTF-8 only")
+    assert capsys.readouterr().out.splitlines() == [line, "refused: no submission (unknown)"]
+    assert json.loads(verdict.read_text())["problems"] == [line]
+
+
 # --- results pushed ------------------------------------------------------------------------------------
 
 

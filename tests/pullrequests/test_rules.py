@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -256,13 +257,39 @@ def test_every_failing_rule_gives_its_own_line(github, repo):
     assert len(pull.comments) == 1 and pull.comments[0]["body"].count("\n- ") == 4
 
 
+def predictions_proposal(name: str, sha256: str, files: dict[str, str]) -> Proposal:
+    files = {sub(): f"phase: final-test\npredictions:\n  file: {name}\n  sha256: {sha256}\n", **files}
+    return Proposal("alice", tuple(Change(p, "added") for p in files), lambda p: files[p].encode())
+
+
 def test_a_predictions_file_may_come_with_its_submission(repo):
-    phase = phase_file(repo)
-    edit_yaml(phase, submission_kind="predictions")
-    files = {sub(): "phase: final-test\npredictions:\n  file: masks.zip\n  sha256: " + "d" * 64 + "\n",
-             sub().replace("v1.yml", "masks.zip"): "zip"}
-    proposal = Proposal("alice", tuple(Change(p, "added") for p in files), lambda p: files[p].encode())
+    edit_yaml(phase_file(repo), submission_kind="predictions")
+    proposal = predictions_proposal("masks.zip", hashlib.sha256(b"zip").hexdigest(),
+                                    {sub().replace("v1.yml", "masks.zip"): "zip"})
     assert check(Store(repo), proposal, now=NOW).ok
+
+
+def test_a_predictions_file_must_be_the_one_pinned_and_beside_the_submission(repo):
+    edit_yaml(phase_file(repo), submission_kind="predictions")
+    wrong = predictions_proposal("masks.zip", "d" * 64, {sub().replace("v1.yml", "masks.zip"): "zip"})
+    assert check(Store(repo), wrong, now=NOW).problems == (
+        f"{sub()}: predictions.sha256: masks.zip has sha256 {hashlib.sha256(b'zip').hexdigest()}, not the pinned "
+        "one; pin the file you committed (sha256sum FILE)",)
+    missing = predictions_proposal("masks.zip", "d" * 64, {})
+    assert check(Store(repo), missing, now=NOW).problems == (
+        f"{sub()}: predictions.file: masks.zip was not found next to the submission (commit it in the same pull "
+        "request)",)
+
+
+@pytest.mark.parametrize("name", ["../../../../../README.md", "../bob/masks.zip", "/etc/passwd"])
+def test_a_predictions_path_is_refused_whatever_it_names(repo, name):
+    """The file must be the participant's own, beside the submission: a path is refused before anything is
+    read, so no hash of another file (another participant's, the runner's) ever reaches a line."""
+    edit_yaml(phase_file(repo), submission_kind="predictions")
+    proposal = predictions_proposal(name, "d" * 64, {})
+    assert check(Store(repo), proposal, now=NOW).problems == (
+        f"{sub()}:3: predictions.file: name a file in the submission's own folder (letters, digits, '-', '_' "
+        "and '.'), not a path",)
 
 
 # --- the pieces --------------------------------------------------------------------------------------
