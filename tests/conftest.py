@@ -6,9 +6,11 @@ missing engine fails the run: a green run that skipped the real engine would pro
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import docker
@@ -18,6 +20,8 @@ from runner.evaluation.examples import prepare_workspace
 from runner.execution.docker_engine import DockerEngine
 from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
 from tests.helpers import CHALLENGE, IMAGES, REPO
+
+TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +61,20 @@ def behave(engine, base_image):
         return built[mode]
 
     return image
+
+
+@pytest.fixture(scope="session")
+def tiny_image(docker_client) -> str:
+    """A 1 MB image holding one static binary that prints its version and exits 0."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as rootfs:
+        info = rootfs.gettarinfo(str(TINI), arcname="tini")
+        info.mode = 0o755
+        with open(TINI, "rb") as handle:
+            rootfs.addfile(info, handle)
+    docker_client.api.import_image_from_data(buffer.getvalue(), repository="challenge-test/tiny", tag="1",
+                                             changes=['ENTRYPOINT ["/tini"]', 'CMD ["--version"]'])
+    return docker_client.images.get("challenge-test/tiny:1").id
 
 
 @pytest.fixture

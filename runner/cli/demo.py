@@ -72,7 +72,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
     store = Store(workspace, keys=Keys(github_keys=lambda login: []))
     err.print(f"demo workspace: {workspace}")
-    executor, base = runner_executor(args.base_image)
+    executor, base = runner_executor(args.base_image, root=workspace)
     err.print(f"base image: {base}")
     data_root = workspace / "data-root"
     for slug in examples.make_hidden_data(store, data_root):

@@ -25,6 +25,7 @@ from runner.evaluation.queue import JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.measure import nvml_reader
 from runner.execution.sandbox import Executor
+from runner.execution.trusted import TrustedImages
 from runner.tree.model import Submission
 from runner.tree.schema_types import Size
 from runner.tree.sealing import Identity, identities, read_identity_file
@@ -38,6 +39,7 @@ ENV_GPUS = "CHALLENGE_GPUS"
 # Where a runner host keeps what must outlive one workflow job (a job's checkout is cleaned each time):
 # cache/, logs/, training/ (to resume training) and preserved/. Default: ROOT/build.
 ENV_STATE = "CHALLENGE_STATE_DIR"
+TRUSTED_IMAGES = "trusted-images.json"  # in the state folder: the IDs of the images this runner built or chose
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
 
@@ -104,7 +106,7 @@ def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Name
     """Evaluate `queue` on this runner as `add_runner_options` set it up, with progress; the exit status."""
     config = runner_config(args, store)
     warm = getattr(args, "executor", None)  # set by a warm runner (`challenge runner`), which keeps it open
-    executor, base = warm or runner_executor(args.base_image, gpus=bool(config.gpu_ids))
+    executor, base = warm or runner_executor(args.base_image, root=store.root, gpus=bool(config.gpu_ids))
     with contextlib.nullcontext() if warm else contextlib.closing(executor):
         reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun,
                                 sweep_dead=getattr(args, "sweep_dead", True))  # a warm runner decides (`warm`)
@@ -135,15 +137,17 @@ def state_dir(root: Path) -> Path:
     return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
 
 
-def runner_executor(base_image: str | None, *, gpus: bool = False) -> tuple[Executor, str]:
-    """This runner's executor and its Python base image (also used to build evaluation images)."""
-    executor = runner_engine(gpus=gpus)
+def runner_executor(base_image: str | None, *, root: Path, gpus: bool = False) -> tuple[Executor, str]:
+    """This runner's executor and its Python base image's ID (also used to build evaluation images)."""
+    executor = runner_engine(root=root, gpus=gpus)
     return executor, executor.ensure_base(base_image, log=err.print)
 
 
-def runner_engine(*, gpus: bool = False) -> Executor:
-    """This runner's executor (Docker). Choosing another executor (Kubernetes Jobs) is a change here alone."""
-    return DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None)
+def runner_engine(*, root: Path, gpus: bool = False) -> Executor:
+    """This runner's executor (Docker), which knows the images it trusts by the IDs recorded in the state
+    folder. Choosing another executor (Kubernetes Jobs) is a change here alone."""
+    return DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None,
+                        trusted=TrustedImages(state_dir(root) / TRUSTED_IMAGES))
 
 
 def runner_identity(path: Path | None) -> tuple[Identity, ...]:

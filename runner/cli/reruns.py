@@ -108,7 +108,7 @@ def cmd_preserve(args: argparse.Namespace) -> int:
     phase = store.phase(args.challenge, args.phase)
     if not phase.runs_algorithms:
         raise UsageError(f"{args.challenge}/{args.phase} takes predictions files: there are no images to preserve")
-    executor = runner_engine()
+    executor = runner_engine(root=store.root)
     with contextlib.closing(executor):
         failed = preserve(store, phase, executor=executor, folder=preserved_dir(args, store))
     return 1 if failed else 0

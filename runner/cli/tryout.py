@@ -65,7 +65,7 @@ def cmd_try(args: argparse.Namespace) -> int:
     store = Store(args.root)
     (store.root / SCRATCH).mkdir(parents=True, exist_ok=True)
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
-    executor, base = runner_executor(args.base_image, gpus=bool(gpus))
+    executor, base = runner_executor(args.base_image, root=store.root, gpus=bool(gpus))
     with contextlib.closing(executor), _scratch(store) as scratch:
         submission = _submission(store, args, scratch, executor)
         phase = store.phase(submission.challenge, submission.phase)

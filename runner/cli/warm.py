@@ -111,10 +111,10 @@ class _Warm:
         self.swept_at = time.monotonic()
         return True
 
-    def executor(self, base_image: str | None, *, gpus: bool) -> tuple[Executor, str]:
+    def executor(self, base_image: str | None, *, root: Path, gpus: bool) -> tuple[Executor, str]:
         key = (gpus, base_image)
         if key not in self.executors:
-            self.executors[key] = runner_executor(base_image, gpus=gpus)
+            self.executors[key] = runner_executor(base_image, root=root, gpus=gpus)
         return self.executors[key]
 
     def serve(self, connection: socket.socket) -> None:
@@ -147,7 +147,7 @@ class _Warm:
             err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
             return 2
         try:
-            args.executor = self.executor(args.base_image, gpus=bool(args.gpus.strip()))
+            args.executor = self.executor(args.base_image, root=args.root.resolve(), gpus=bool(args.gpus.strip()))
             args.sweep_dead = self.sweep_due()
         except ChallengeError as exc:  # no engine yet, no base image: this job's error, as evaluate says it
             err.print(f"error: {exc}", markup=False)

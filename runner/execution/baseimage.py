@@ -31,12 +31,17 @@ def local_base_tag() -> str:
     return f"challenge-base:{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
 
 
+def wanted_base(preferred: str | None) -> str:
+    """The base asked for: `preferred`, else $CHALLENGE_BASE_IMAGE, else the public default."""
+    return preferred or os.environ.get(ENV_BASE) or DEFAULT_BASE
+
+
 def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: Callable[[str], bool],
                 import_rootfs: Callable[[Path, str], None], log: Log = print) -> str:
     """A base image the engine has: the one asked for, else the public default, else the
     offline-built Debian base. `present`/`pull` say whether the engine has or could fetch a
     reference; `import_rootfs(archive, tag)` turns a root filesystem tarball into an image."""
-    wanted = preferred or os.environ.get(ENV_BASE) or DEFAULT_BASE
+    wanted = wanted_base(preferred)
     if present(wanted) or pull(wanted):
         return wanted
     if preferred or os.environ.get(ENV_BASE):

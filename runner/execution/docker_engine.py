@@ -39,6 +39,7 @@ from runner.execution.measure import (
 )
 from runner.execution.outputs import OutputLimits, extract_tar
 from runner.execution.sandbox import (
+    ERROR_LINE_MAX,
     NOBODY,
     WATCH_INTERVAL_S,
     Log,
@@ -48,6 +49,7 @@ from runner.execution.sandbox import (
     SandboxError,
     process_alive,
 )
+from runner.execution.trusted import TrustedImages
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
 OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
@@ -57,6 +59,10 @@ ARCHIVE_MAX_BYTES = 32 * 1024**3
 MEMORY_INTERVAL_S = 0.05
 READ_BUFFER = 1024**2  # outputs are read from the keeper in reads this large (tar asks for 10 KiB)
 TAIL_LINES = 50
+# runc's words when the process it was asked to start cannot be: `exec: "x": executable file not found in
+# $PATH`, `exec: "/x": stat /x: no such file or directory`, `exec: "/tmp": permission denied`.
+_EXEC_REFUSED = re.compile(r"(?:starting container process caused|unable to start container process):? "
+                           r"(?P<reason>exec: .*?)(?:: unknown)?$")
 
 GpuReader = Callable[[str], Callable[[], int | None]]
 
@@ -136,7 +142,8 @@ class DockerOutputArea:
         refused part way is left unread: the area is then replaced before its next run."""
         try:
             answer = self.channel.ask("collect")
-            found = extract_tar(io.BufferedReader(answer, READ_BUFFER), target, strip="output", limits=limits)
+            found = extract_tar(io.BufferedReader(answer, READ_BUFFER), target, strip="output",
+                                limits=limits.within(self.size))
             # Only the archive's end blocks and the end frame may be left: more would be outputs tar stopped before.
             if answer.finish() or answer.skipped > 2 * tarfile.BLOCKSIZE:
                 raise KeeperGone("the keeper's answer went on past its archive")
@@ -191,9 +198,10 @@ class DockerEngine:
     """
 
     def __init__(self, client: docker.DockerClient | None = None, *, keeper_image: str | None = None,
-                 gpu_reader: GpuReader | None = None):
+                 gpu_reader: GpuReader | None = None, trusted: TrustedImages | None = None):
         self._client = client
         self.keeper_image = keeper_image
+        self.trusted = trusted or TrustedImages()  # the IDs of the images this runner made or chose
         self.gpu_reader = gpu_reader
         self._idle: dict[tuple[int, str], list[DockerOutputArea]] = {}
         self._broken: list[DockerOutputArea] = []  # could not be emptied in the background: closed at close()
@@ -257,9 +265,9 @@ class DockerEngine:
         """Build `folder` (a Dockerfile with `ARG BASE`), tagged by its content, and return the image ID.
         `extra_context` folders join the build context under their names (a temporary copy is built)."""
         tag = image_tag(folder, name=name, base=base, args=args, extra_context=extra_context)
-        with engine_errors(f"building {folder} failed"):
-            with contextlib.suppress(docker.errors.ImageNotFound):
-                return self.client.images.get(tag).id
+        known = self.trusted.get(tag)
+        if known is not None and self._present(known):  # by the ID recorded when it was built: never by its tag
+            return known
         with contextlib.ExitStack() as stack:
             context = folder
             if extra_context:
@@ -276,24 +284,48 @@ class DockerEngine:
                 lines = [c.get("stream", c.get("error", "")).strip() for c in exc.build_log]
                 tail = next((ln for ln in reversed(lines) if ln), str(exc))
                 raise SandboxError(f"building {folder} failed: {tail}") from None
+        self.trusted.put(tag, image.id)
         return image.id
 
     def load_archive(self, path: Path, *, max_bytes: int = ARCHIVE_MAX_BYTES) -> str:
-        """Load a `docker save` archive holding one image, its tags removed (see `archives`); its image ID."""
+        """Load a `docker save` archive holding one image, rebuilt without names (see `archives`); its image
+        ID. Every tag is where it was afterwards: one that moved is put back and the archive refused."""
         with tempfile.TemporaryDirectory(prefix="challenge-archive-", dir=path.parent) as tmp:
             plain = Path(tmp) / "image.tar"
             archives.sanitize(path, plain, max_bytes=max_bytes)
-            with engine_errors("loading the image archive"), open(plain, "rb") as data:
-                try:
-                    images = self.client.images.load(data)
-                except (docker.errors.ImageLoadError, docker.errors.APIError) as exc:
-                    if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
-                        raise  # the engine's own trouble (a full disk): transient, left pending
-                    raise BadArchive(f"the engine could not load it: {_load_reason(exc)}") from None
-        found = {image.id for image in images}
+            with engine_errors("loading the image archive"):
+                before = self._tags()
+                with open(plain, "rb") as data:
+                    try:
+                        images = self.client.images.load(data)
+                    except (docker.errors.ImageLoadError, docker.errors.APIError) as exc:
+                        if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
+                            raise  # the engine's own trouble (a full disk): transient, left pending
+                        raise BadArchive(f"the engine could not load it: {_load_reason(exc)}") from None
+                found = {image.id for image in images}
+                self._tags_kept(before, found)
         if len(found) != 1:
             raise BadArchive(f"the archive loaded {len(found)} images; submit exactly one (docker save IMAGE)")
         return found.pop()
+
+    def _tags(self) -> dict[str, str]:
+        """Every tag on the engine and the image it names."""
+        return {tag: image.id for image in self.client.images.list() for tag in image.tags}
+
+    def _tags_kept(self, before: Mapping[str, str], loaded: set[str]) -> None:
+        """After a load: a tag that now names a `loaded` image and did not before is put back where it was
+        (or removed), and the archive refused. The rebuilt archive names nothing, so this never happens
+        unless the engine names images of its own accord: the last line of defence for the images the
+        runner keeps. (Tags other runners move meanwhile, onto other images, are theirs.)"""
+        moved = {tag: image for tag, image in self._tags().items() if image in loaded and before.get(tag) != image}
+        for tag in moved:
+            if tag in before:
+                repository, _, name = tag.rpartition(":")
+                self.client.api.tag(before[tag], repository, name, force=True)
+            else:
+                self.client.api.remove_image(tag, noprune=True)
+        if moved:
+            raise BadArchive(f"loading it named images the runner keeps ({', '.join(sorted(moved))}); put back")
 
     def save_archive(self, image: str, path: Path) -> None:
         """Write `image` as a `docker save` archive to `path` (the demo's archived examples)."""
@@ -302,11 +334,20 @@ class DockerEngine:
                 out.write(chunk)
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
-        """The base image (see `baseimage.ensure_base`); also the keeper of /output unless one was set."""
-        base = baseimage.ensure_base(preferred, present=self._present, pull=self._pulled,
-                                     import_rootfs=self._import_rootfs, log=log)
-        self.keeper_image = self.keeper_image or base
-        return base
+        """The base image's ID (see `baseimage.ensure_base`), as recorded when this runner first made or found
+        it; also the keeper of /output unless one was set. Images are built FROM this ID, never its tag."""
+        tag = baseimage.wanted_base(preferred)
+        known = self.trusted.get(tag)
+        if known is None or not self._present(known):
+            tag = baseimage.ensure_base(preferred, present=self._present, pull=self._pulled,
+                                        import_rootfs=self._import_rootfs, log=log)
+            known = self.trusted.get(tag)
+        if known is None or not self._present(known):
+            with engine_errors(f"looking up {tag}"):
+                known = self.client.images.get(tag).id
+            self.trusted.put(tag, known)
+        self.keeper_image = self.keeper_image or known
+        return known
 
     def _present(self, ref: str) -> bool:
         with engine_errors(f"looking up {ref}"):
@@ -326,7 +367,10 @@ class DockerEngine:
     def _import_rootfs(self, archive: Path, tag: str) -> None:
         repository, _, tag_name = tag.partition(":")
         with engine_errors(f"importing {tag}"):
-            self.client.api.import_image_from_file(str(archive), repository=repository, tag=tag_name)
+            answer = self.client.api.import_image_from_file(str(archive), repository=repository, tag=tag_name)
+        found = re.search(r"sha256:[0-9a-f]{64}", str(answer))
+        if found:  # the engine's answer names the imported image: recorded by ID at once, not found by tag later
+            self.trusted.put(tag, found.group())
 
     # --- output areas ------------------------------------------------------------------------
 
@@ -463,7 +507,12 @@ class DockerEngine:
         gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)
         with Sampler(memory_reader(container.id), MEMORY_INTERVAL_S) as memory, Sampler(gpu, GPU_INTERVAL_S) as gpus:
             started = time.monotonic()
-            container.start()
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                if (cannot := _cannot_start(exc)) is None:
+                    raise  # the engine's own trouble
+                return Outcome(exit_code=cannot[0], wall_time_s=0.0, start_error=cannot[1])
             exit_code, timed_out, stopped = _wait(container, spec)
             wall = time.monotonic() - started
         container.reload()
@@ -480,6 +529,18 @@ class DockerEngine:
             gpu=flare_gpu_summary(gpus.samples),
             logs=both.decode("utf-8", errors="replace")[-spec.log_bytes:],
         )
+
+
+def _cannot_start(exc: docker.errors.APIError) -> tuple[int, str] | None:
+    """The exit code a shell gives (127 not found, 126 not executable) and runc's reason, when the image's
+    own command cannot be started (it does not exist, is a folder, is not executable): the image's fault,
+    a failed result. None for anything else, which stays the engine's trouble."""
+    text = str(exc.explanation or exc)
+    match = _EXEC_REFUSED.search(text)
+    if match is None:
+        return None
+    reason = match["reason"]
+    return (127 if "not found" in reason or "no such file" in reason else 126), reason[:ERROR_LINE_MAX]
 
 
 def _load_reason(exc: docker.errors.DockerException) -> str:

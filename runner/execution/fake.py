@@ -67,7 +67,7 @@ class FakeOutputArea:
         with tarfile.open(fileobj=stream, mode="w") as archive:
             archive.add(self.path, arcname="output")  # links are stored as links, never followed
         stream.seek(0)
-        return extract_tar(stream, target, strip="output", limits=limits)
+        return extract_tar(stream, target, strip="output", limits=limits.within(self.size))
 
     def clear(self) -> bool:
         """Empty the folder as Docker's keeper does: what a run made read-only is made writable first."""
@@ -164,21 +164,25 @@ class FakeExecutor:
         return image_id
 
     def load_archive(self, path: Path, *, max_bytes: int = 32 * 1024**3) -> str:
-        """The image an archive holds (its config digest), through the same checks as Docker's; an
-        image not scripted yet runs as a plain do-nothing one."""
+        """The image an archive holds, through the same checks as Docker's: an archive this fake saved
+        loads as the image it was saved from; one not scripted yet runs as a plain do-nothing image."""
         self._fail("load_archive")
         with tempfile.TemporaryDirectory(prefix="fake-archive-") as tmp:
             image = archives.sanitize(path, Path(tmp) / "image.tar", max_bytes=max_bytes)
-        self.loaded.append(image.image_id)
-        return self.images.get(image.image_id) or self.add_image(image.image_id)
+        found = self.images.get(image.image_id) or self.add_image(image.image_id)
+        self.loaded.append(found)
+        return found
 
     def save_archive(self, image: str, path: Path) -> None:
-        """A minimal docker save layout: manifest.json naming the image's config by its digest."""
+        """A minimal docker save layout: manifest.json naming the image's config by its digest, no layers.
+        The config names the image, so an image saved here loads as itself (as Docker's config digest does)."""
         image_id = self.image_id(image)
-        config = f"{image_id.removeprefix('sha256:')}.json"
-        manifest = json.dumps([{"Config": config, "RepoTags": [f"{image}:latest"], "Layers": []}]).encode()
+        config = json.dumps({"rootfs": {"type": "layers", "diff_ids": []}, "fake": image_id}).encode()
+        digest = hashlib.sha256(config).hexdigest()
+        self.images[f"sha256:{digest}"] = image_id
+        manifest = json.dumps([{"Config": f"{digest}.json", "RepoTags": [f"{image}:latest"], "Layers": []}]).encode()
         with tarfile.open(path, "w") as archive:
-            for name, data in ((config, b"{}"), (archives.MANIFEST, manifest)):
+            for name, data in ((f"{digest}.json", config), (archives.MANIFEST, manifest)):
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
                 archive.addfile(info, io.BytesIO(data))

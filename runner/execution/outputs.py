@@ -11,7 +11,7 @@ import shutil
 import tarfile
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -30,6 +30,11 @@ MAX_NAME_LENGTH = 1024
 class OutputLimits:
     max_files: int = 100_000
     max_bytes: int = 8 * 1024**3
+
+    def within(self, area_size: int) -> OutputLimits:
+        """These limits for an output area of `area_size` bytes: files count by their apparent size, so
+        a sparse file (12 GB that take no room in a 1 GiB tmpfs) is refused before the host writes it out."""
+        return replace(self, max_bytes=min(self.max_bytes, area_size))
 
 
 def safe_name(target: Path, name: str) -> Path:
@@ -71,7 +76,8 @@ def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimit
         if count > limits.max_files:
             raise UnsafeOutput(f"more than {limits.max_files} files in /output")
         if total > limits.max_bytes:
-            raise UnsafeOutput(f"/output holds more than {limits.max_bytes} bytes")
+            raise UnsafeOutput(f"/output holds more than {limits.max_bytes} bytes (each file counted by its "
+                               "apparent size, sparse ones too)")
         yield member, name
 
 

@@ -87,13 +87,17 @@ class Outcome:
     gpu: GpuUsage | None = None
     logs: str = ""
     stopped: str | None = None  # why the runner's watch stopped it
+    start_error: str | None = None  # why the image's command could not be started (it is not there)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.stopped
+        return (self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.stopped
+                and not self.start_error)
 
     def error_line(self, time_limit: float) -> str | None:
         """The one line a participant sees, as grand-challenge shows it."""
+        if self.start_error:
+            return f"The container could not start: {self.start_error}"
         if self.stopped:
             return self.stopped
         if self.timed_out:
@@ -131,7 +135,8 @@ class OutputArea(Protocol):
     """A size-limited /output that containers write into and the host reads back safely."""
 
     def collect(self, target: Path, limits: OutputLimits = ...) -> int:
-        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess."""
+        """Copy /output into `target`; raises UnsafeOutput for links, devices or excess. Never more than
+        the area's size is written out (`OutputLimits.within`)."""
         ...
 
     def clear(self) -> bool:

@@ -28,6 +28,8 @@ ALGORITHM_FAILURES = {
     "symlink": "Algorithm output refused: /output/case-000.npy is a link; only regular files are accepted",
     "look-for-truth": "Algorithm failed: no ground truth visible",
     "huge-stderr": "Algorithm failed: the real reason comes last",
+    "sparse": "Algorithm output refused: /output holds more than 16777216 bytes (each file counted by its apparent "
+              "size, sparse ones too)",
 }
 
 
@@ -62,6 +64,18 @@ def test_hostile_algorithm_is_a_failed_result(evaluator, behave, mode):
     result = evaluator(behave(mode), participant=mode)
     assert (result.status, result.error) == ("failed", ALGORITHM_FAILURES[mode])
     assert result.metrics is None
+
+
+def test_an_image_whose_command_does_not_exist_is_a_failed_result(evaluator, engine, base_image, tmp_path):
+    """The engine refuses to start it: the image's fault, a failed result that can be run again, never a
+    submission left pending as though the engine were down."""
+    (tmp_path / "Dockerfile").write_text('ARG BASE\nFROM ${BASE}\nENTRYPOINT ["/no/such/program"]\n')
+    image = engine.build(tmp_path, name="challenge-test/no-command", base=base_image)
+    result = evaluator(image, participant="no-command")
+    assert (result.status, result.error) == ("failed", 'Algorithm failed: The container could not start: exec: '
+                                                       '"/no/such/program": stat /no/such/program: no such file or '
+                                                       'directory')
+    assert result.algorithm.exit_code == 127
 
 
 def test_huge_stderr_is_capped_in_the_runner_log(evaluator, behave):

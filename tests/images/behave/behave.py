@@ -101,6 +101,9 @@ elif MODE == "pass-metrics":  # an evaluation that passes the algorithm's metric
 elif MODE == "many-files":
     for i in range(200_000):
         Path(f"/output/f{i}").write_bytes(b"")
+elif MODE == "sparse":  # 12 GB that take no room in a small tmpfs, for the host to write out in full
+    with open("/output/case-000.npy", "wb") as out:
+        out.truncate(12 * 1024**3)
 elif MODE == "fifo":
     os.mkfifo("/output/case-000.npy")
 elif MODE == "long-error":
