@@ -2,16 +2,20 @@
 
 The runner downloads the archive into its own folder (size-capped; an interrupted download resumes
 with an HTTP Range request), checks the pinned sha256, decrypts it with the runner's age identity
-when it is sealed to the runner's public key, and has the executor load it (one image, its tags
-removed: `runner.execution.archives`). The loaded image's ID is remembered by the archive's hash,
-so a re-evaluation neither downloads nor loads it again.
+when it is sealed to the runner's public key, and has the executor load it (one image, rebuilt
+without names: `runner.execution.archives`). What a download leaves (its part, the loaded image's
+ID) is kept under a key of the submission and the URL together, never the hash alone: a participant
+who pins a rival's (public) sha256 with another URL neither poisons the rival's partial download
+nor gets the rival's image, already loaded, run under their own name. A re-evaluation of the same
+submission neither downloads nor loads it again.
 
 Whose fault is what: an address that answers 4xx, a wrong hash, a file that is not one image, an
-archive that this runner's key does not open are the submission's (failed results); a download
-the runner could not make because of its own network (no connection, a timeout, a 5xx) is the
-runner's (transient: retried, then left pending). The URL is the participant's, so the runner does
-not fetch private, loopback or link-local addresses (nor file://) except on local runs
-(--allow-local-images), and follows redirects only after checking each one the same way.
+archive that this runner's key does not open, a server too slow to finish (`Pace`: a minimum rate
+over each window and an overall deadline) are the submission's (failed results); a download the
+runner could not make because of its own network (no connection, a 5xx) is the runner's (transient:
+retried, then left pending). The URL is the participant's, so the runner does not fetch private,
+loopback or link-local addresses (nor file://) except on local runs (--allow-local-images), and
+follows redirects only after checking each one the same way.
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ import ipaddress
 import json
 import shutil
 import socket
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pyrage
 import requests
+import urllib3
 
 from runner.evaluation.failures import RunnerError, SubmissionFailure
 from runner.execution.archives import BadArchive
@@ -38,28 +45,46 @@ from runner.tree.sealing import Identity
 
 ENV_RUNNER_KEY = "CHALLENGE_RUNNER_KEY"
 CHUNK = 1024 * 1024
-TIMEOUT = (10, 60)  # seconds to connect, seconds between bytes
+CONNECT_TIMEOUT_S = 10
 MAX_REDIRECTS = 5
 RETRY_STATUSES = (408, 425, 429)  # the server asks to come back later
 
 
-def archive_image(archive: ImageArchive, *, executor: Executor, folder: Path, keys: Sequence[Identity],
-                  allow_local: bool, max_bytes: int) -> str:
-    """The image ID of the archive's one image, downloading, checking and loading it once."""
+@dataclass(frozen=True)
+class Pace:
+    """How long a download may hold the runner: at least `min_rate` bytes a second over every window
+    of `window_s` (a silent server fails at the end of one), and `deadline_s` in all."""
+
+    min_rate: int = 64 * 1024
+    window_s: float = 60.0
+    deadline_s: float = 3 * 3600.0
+
+    def describe(self) -> str:
+        deadline = self.deadline_s
+        total = f"{deadline / 3600:g} h" if deadline >= 3600 else f"{deadline / 60:g} min" if deadline >= 60 else (
+            f"{deadline:g} s")
+        return f"{self.min_rate // 1024} KiB/s over every {self.window_s:g} s, and {total} in all"
+
+
+def archive_image(archive: ImageArchive, *, submission: str, executor: Executor, folder: Path,
+                  keys: Sequence[Identity], allow_local: bool, max_bytes: int, pace: Pace = Pace()) -> str:
+    """The image ID of the archive's one image for `submission` (its key), downloading, checking and
+    loading it once."""
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / f"{archive.sha256}.lock"):  # two runners fetch one archive once
-        known = _loaded_before(folder / f"{archive.sha256}.image", executor)
+    key = hashlib.sha256(f"{submission}\0{archive.url}\0{archive.sha256}".encode()).hexdigest()
+    with _locked(folder / f"{key}.lock"):  # two runners fetch one archive once
+        known = _loaded_before(folder / f"{key}.image", executor)
         if known:
             return known
-        part = folder / f"{archive.sha256}.part"
-        fetch(archive.url, part, max_bytes=max_bytes, allow_local=allow_local)
+        part = folder / f"{key}.part"
+        fetch(archive.url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace)
         _verify(part, archive.sha256)
         try:
             image_id = _load(_decrypted(part, keys) if archive.encrypted else part, executor, max_bytes=max_bytes)
         finally:
             part.unlink(missing_ok=True)
             part.with_suffix(".tar").unlink(missing_ok=True)
-        (folder / f"{archive.sha256}.image").write_text(image_id)
+        (folder / f"{key}.image").write_text(image_id)
         return image_id
 
 
@@ -77,7 +102,7 @@ def _loaded_before(record: Path, executor: Executor) -> str | None:
         return None
 
 
-def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool) -> None:
+def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace = Pace()) -> None:
     """Download `url` into `part`, resuming what an earlier try left there."""
     scheme = urlsplit(url).scheme
     if scheme == "file":
@@ -86,9 +111,10 @@ def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool) -> None:
                                     "(--allow-local-images); host it at an https:// address")
         _copy_local(Path(unquote(urlsplit(url).path)), part, max_bytes=max_bytes)
         return
+    started = time.monotonic()
     for _ in range(MAX_REDIRECTS + 1):
         _check_host(url, allow_local=allow_local)
-        redirect = _download(url, part, max_bytes=max_bytes)
+        redirect = _download(url, part, max_bytes=max_bytes, pace=pace, started=started)
         if redirect is None:
             return
         url = urljoin(url, redirect)
@@ -121,20 +147,22 @@ def _check_host(url: str, *, allow_local: bool) -> None:
                                 "host the archive where the internet can reach it")
 
 
-def _download(url: str, part: Path, *, max_bytes: int) -> str | None:
+def _download(url: str, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
     """Fetch into `part` (resuming); the redirect target if the server answered with one."""
     have = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={have}-"} if have else {}
     try:
-        with requests.get(url, headers=headers, stream=True, timeout=TIMEOUT, allow_redirects=False) as response:
+        with requests.get(url, headers=headers, stream=True, timeout=(CONNECT_TIMEOUT_S, pace.window_s),
+                          allow_redirects=False) as response:
             if response.is_redirect:
                 return response.headers.get("Location")
             if response.status_code == 416 and have:  # nothing after what we have: complete
                 return None
             _check_status(response, url)
             _check_length(response, have, max_bytes)
-            _save(response, part, append=response.status_code == 206, max_bytes=max_bytes)
-    except requests.RequestException as exc:
+            _save(response, part, append=response.status_code == 206, max_bytes=max_bytes,
+                  pace=pace, started=started)
+    except (requests.RequestException, urllib3.exceptions.ProtocolError) as exc:
         raise RunnerError(f"Image archive: the runner could not download {url} ({type(exc).__name__}); "
                           "it resumes on the next try", transient=True) from None
     return None
@@ -157,14 +185,16 @@ def _check_length(response: requests.Response, have: int, max_bytes: int) -> Non
         raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
 
 
-def _save(response: requests.Response, part: Path, *, append: bool, max_bytes: int) -> None:
-    """Append what arrives to `part`; a connection that ends early keeps what came (the next try
+def _save(response: requests.Response, part: Path, *, append: bool, max_bytes: int, pace: Pace,
+          started: float) -> None:
+    """Append what arrives to `part`, as it arrives (never waiting for a whole chunk: a trickle is seen
+    as one), at the pace `pace` asks; a connection that ends early keeps what came (the next try
     resumes there) and is the runner's network's problem, not the submission's."""
     response.raw.enforce_content_length = False  # a short body is written, then found short below
     expected = response.headers.get("Content-Length", "")
     with open(part, "ab" if append else "wb") as out:
         start = out.tell()
-        for chunk in response.iter_content(CHUNK):
+        for chunk in _paced(response, pace, started):
             out.write(chunk)
             if out.tell() > max_bytes:
                 out.close()
@@ -173,6 +203,29 @@ def _save(response: requests.Response, part: Path, *, append: bool, max_bytes: i
         received = out.tell() - start
     if expected.isdigit() and received < int(expected):
         raise requests.ConnectionError(f"the connection ended after {received} of {expected} bytes")
+
+
+def _paced(response: requests.Response, pace: Pace, started: float) -> Iterator[bytes]:
+    """The body as it arrives, refused (a failed result, never a job held for hours) once it falls
+    below the pace: too few bytes in a window, nothing at all for a window, or past the deadline."""
+    window, got = time.monotonic(), 0
+    too_slow = SubmissionFailure(f"Image archive downloaded too slowly: this runner needs at least "
+                                 f"{pace.describe()}; host it where it downloads faster")
+    while True:
+        try:
+            chunk = response.raw.read1(CHUNK, decode_content=True)
+        except urllib3.exceptions.ReadTimeoutError:  # nothing for a whole window
+            raise too_slow from None
+        if not chunk:
+            return
+        yield chunk
+        now, got = time.monotonic(), got + len(chunk)
+        if now - started > pace.deadline_s:
+            raise too_slow
+        if now - window >= pace.window_s:
+            if got < pace.min_rate * (now - window):
+                raise too_slow
+            window, got = now, 0
 
 
 def _verify(path: Path, sha256: str) -> None:

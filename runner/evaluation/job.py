@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from runner import __version__
 from runner.evaluation import grand_challenge as gc
 from runner.evaluation import training
-from runner.evaluation.archives import archive_image, load_preserved
+from runner.evaluation.archives import Pace, archive_image, load_preserved
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
@@ -73,6 +73,7 @@ class RunnerConfig:
     cache_max_age_s: float = DEFAULT_MAX_AGE_S
     runner_keys: tuple[Identity, ...] = ()  # opens image archives encrypted to this runner's public key
     archive_max_bytes: int = ARCHIVE_MAX_BYTES
+    download_pace: Pace = field(default_factory=Pace)  # how slow an archive's server may be
     # Training phases: each submission's checkpoints, model and time spent, kept across runner restarts.
     training_dir: Path | None = None
     preserved_dir: Path | None = None  # archives of algorithm images kept on this runner (`challenge preserve`)
@@ -218,9 +219,10 @@ class _Job:
         archive = self.submission.image_archive
         if archive is not None:
             folder = (self.config.cache_dir or self.tmp) / "archives"
-            return archive.url, archive_image(archive, executor=self.executor, folder=folder,
-                                              keys=self.config.runner_keys, allow_local=self.config.allow_local_images,
-                                              max_bytes=self.config.archive_max_bytes)
+            return archive.url, archive_image(archive, submission=self.submission.key, executor=self.executor,
+                                              folder=folder, keys=self.config.runner_keys,
+                                              allow_local=self.config.allow_local_images,
+                                              max_bytes=self.config.archive_max_bytes, pace=self.config.download_pace)
         ref = self.submission.image or ""
         if why := image_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")

@@ -9,24 +9,23 @@ import io
 import json
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pyrage
 import pytest
 
 from runner.errors import Retry
+from runner.evaluation.archives import Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
-from runner.execution.archives import BadArchive, sanitize
+from runner.execution.archives import BadArchive
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.tree.model import ModelError
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE
-
-TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
 
 
 class Server:
@@ -34,6 +33,7 @@ class Server:
 
     def __init__(self, folder: Path):
         self.folder, self.requests, self.cut_once_at = folder, [], None
+        self.trickle_s: float | None = None  # then it sends one byte every this many seconds (0: never one)
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -48,6 +48,12 @@ class Server:
                 self.send_response(206 if start else 200)
                 self.send_header("Content-Length", str(len(data) - start))
                 self.end_headers()
+                if server.trickle_s is not None:
+                    for byte in data[start:]:
+                        time.sleep(server.trickle_s or 3600)
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    return
                 if server.cut_once_at is not None:
                     cut, server.cut_once_at = server.cut_once_at, None
                     self.wfile.write(data[start:cut])
@@ -77,8 +83,9 @@ def server(tmp_path) -> Iterator[Server]:
     found.close()
 
 
-def submit_archive(repo: Path, participant: str, url: str, sha256: str, *, encrypted: bool = False) -> Path:
-    path = repo / "challenges" / CHALLENGE / "submissions" / PHASE / participant / "v1.yml"
+def submit_archive(repo: Path, participant: str, url: str, sha256: str, *, encrypted: bool = False,
+                   sub_id: str = "v1") -> Path:
+    path = repo / "challenges" / CHALLENGE / "submissions" / PHASE / participant / f"{sub_id}.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = "  encrypted: true\n" if encrypted else ""
     path.write_text(f"phase: {PHASE}\nimage_archive:\n  url: {url}\n  sha256: '{sha256}'\n{extra}")
@@ -117,26 +124,6 @@ def test_the_submission_schema_takes_exactly_one_algorithm(repo, body, message):
 
 
 # --- archives checked before loading ---------------------------------------------------------------
-
-
-def test_tags_are_removed_and_only_one_image_is_accepted(tmp_path):
-    manifest = [{"Config": "ab.json", "RepoTags": ["challenge-base:x"], "Layers": ["l/layer.tar"]}]
-    source = tmp_path / "one.tar"
-    source.write_bytes(tar_of({"ab.json": b"{}", "l/layer.tar": b"", "repositories": b'{"challenge-base": {}}',
-                               "manifest.json": json.dumps(manifest).encode()}))
-    image = sanitize(source, tmp_path / "plain.tar", max_bytes=10**6)
-    assert image.image_id == "sha256:ab"
-    with tarfile.open(tmp_path / "plain.tar") as plain:
-        assert "repositories" not in plain.getnames()
-        assert json.loads(plain.extractfile("manifest.json").read())[0]["RepoTags"] is None
-    two = tmp_path / "two.tar"
-    two.write_bytes(tar_of({"manifest.json": json.dumps(manifest * 2).encode()}))
-    with pytest.raises(BadArchive, match="holds 2 images; submit exactly one"):
-        sanitize(two, tmp_path / "x.tar", max_bytes=10**6)
-    (tmp_path / "junk.tar").write_bytes(b"not a tarball at all" * 100)
-    with pytest.raises(BadArchive, match="not a docker save archive"):
-        sanitize(tmp_path / "junk.tar", tmp_path / "y.tar", max_bytes=10**6)
-    assert not (tmp_path / "y.tar").exists()
 
 
 # --- the job logic on the fake executor ---------------------------------------------------------------
@@ -214,6 +201,44 @@ def test_a_bad_archive_is_a_failed_result_with_one_line(fake_world, server, case
     assert fake.runs == [] and fake.loaded == []
 
 
+@pytest.mark.parametrize("trickle_s", [0.2, 0], ids=["a byte at a time", "silent"])
+def test_a_trickling_server_is_a_failed_result_within_the_pace(fake_world, server, tmp_path, trickle_s):
+    """One byte every 20 s once held a job until the workflow's 6-hour limit, and every later job started
+    it again: now the download fails the submission once it falls below the runner's pace."""
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    server.trickle_s = trickle_s
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    pace = Pace(min_rate=1024, window_s=1.0, deadline_s=5.0)
+    started = time.monotonic()
+    store, reports = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True, download_pace=pace))
+    assert time.monotonic() - started < 5
+    assert [r.status for r in reports] == ["failed"]
+    assert store.results(CHALLENGE, PHASE)[0].error == (
+        "Image archive downloaded too slowly: this runner needs at least 1 KiB/s over every 1 s, and 5 s in all; "
+        "host it where it downloads faster")
+
+
+def test_a_rivals_hash_with_another_url_gets_neither_their_download_nor_their_image(fake_world, server, tmp_path):
+    """Parts and loaded images are kept per submission and URL: mallory pins alice's (public) sha256 with a
+    junk address, before alice's download (which her junk once poisoned) and after it (when she once got
+    alice's image, already loaded, run under her own name)."""
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    (server.folder / "junk.tar").write_bytes(b"junk" * 1000)
+    pinned = sha(server.folder / "algo.tar")
+    submit_archive(repo, "mallory", f"{server.url}/junk.tar", pinned)
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache")
+    store, _ = run_fake(repo, fake, config)
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", pinned)
+    submit_archive(repo, "mallory", f"{server.url}/junk.tar", pinned, sub_id="v2")
+    store, _ = run_fake(repo, fake, config)
+    outcomes = {(r.participant, r.submission): (r.status, r.algorithm) for r in store.results(CHALLENGE, PHASE)}
+    assert outcomes[("alice", "v1")][0] == "succeeded" and outcomes[("alice", "v1")][1].image_id == algorithm
+    assert [outcomes[("mallory", sub)][0] for sub in ("v1", "v2")] == ["failed", "failed"]
+    assert all(outcomes[("mallory", sub)][1] is None for sub in ("v1", "v2"))
+
+
 def test_a_download_the_runners_network_cannot_make_stays_pending(fake_world, server):
     repo, fake, data, _ = fake_world
     url = f"{server.url}/algo.tar"
@@ -265,20 +290,6 @@ def test_an_archive_encrypted_to_the_runners_key_is_opened_with_it(fake_world, s
 # --- the real engine ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_image(docker_client) -> str:
-    """A 1 MB image holding one static binary that prints its version and exits 0."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as rootfs:
-        info = rootfs.gettarinfo(str(TINI), arcname="tini")
-        info.mode = 0o755
-        with open(TINI, "rb") as handle:
-            rootfs.addfile(info, handle)
-    docker_client.api.import_image_from_data(buffer.getvalue(), repository="challenge-test/tiny", tag="1",
-                                             changes=['ENTRYPOINT ["/tini"]', 'CMD ["--version"]'])
-    return docker_client.images.get("challenge-test/tiny:1").id
-
-
 @pytest.mark.docker
 def test_a_saved_image_at_a_url_runs_like_any_image(repo, engine, data_root, base_image, tiny_image, server,
                                                     docker_client, tmp_path):
@@ -307,10 +318,14 @@ def test_a_saved_image_at_a_url_runs_like_any_image(repo, engine, data_root, bas
 
 @pytest.mark.docker
 def test_an_archive_the_engine_cannot_load_is_the_submissions_failure(engine, tmp_path):
-    manifest = [{"Config": f"{'c' * 64}.json", "RepoTags": None, "Layers": ["missing/layer.tar"]}]
-    (tmp_path / "broken.tar").write_bytes(tar_of({"manifest.json": json.dumps(manifest).encode()}))
-    with pytest.raises(BadArchive, match=r"the engine could not load it: open c+\.json: no such file") as caught:
+    """Well formed, so it reaches the engine, which finds its layer is not the one its config names."""
+    layer = tar_of({"hello.txt": b"hello"})
+    config = json.dumps({"architecture": "amd64", "os": "linux",
+                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]}}).encode()
+    digest = hashlib.sha256(config).hexdigest()
+    manifest = [{"Config": f"{digest}.json", "RepoTags": None, "Layers": [f"{'e' * 64}/layer.tar"]}]
+    (tmp_path / "broken.tar").write_bytes(tar_of({f"{'e' * 64}/layer.tar": layer, f"{digest}.json": config,
+                                                  "manifest.json": json.dumps(manifest).encode()}))
+    with pytest.raises(BadArchive, match=r"the engine could not load it: .*sha256:0{64}") as caught:
         engine.load_archive(tmp_path / "broken.tar")
     assert "/var/lib/docker" not in str(caught.value)  # the runner's own paths stay on the runner
-    with pytest.raises(docker.errors.ImageNotFound):
-        docker.from_env().images.get(f"sha256:{'c' * 64}")
