@@ -40,6 +40,7 @@ from runner.tree.model import Phase, RunRecord
 STATE = "state.json"
 BLOCK = 4096
 MAX_CHECKPOINT_ENTRIES = 100_000
+MAX_CHECKPOINT_DEPTH = 32  # folders in folders: a checkpoint needs a few levels, never PATH_MAX
 Status = Literal["training", "trained", "failed"]
 
 
@@ -94,37 +95,40 @@ class TrainingFolder:
         """A fresh start: no checkpoints, no model, no time spent. The old checkpoints are moved aside
         first (a runner that is not root may not be able to delete what the container made in them)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        if self.checkpoints.exists():
-            aside = self.root / f".discarded-{time.time_ns()}"
-            self.checkpoints.rename(aside)
-            shutil.rmtree(aside, ignore_errors=True)
+        self.discard_checkpoints()
         shutil.rmtree(self.model, ignore_errors=True)  # the runner's own copy
         self.checkpoints.mkdir()
         self.checkpoints.chmod(0o777)  # the container's unprivileged user writes here
         (self.root / "model.sha256").unlink(missing_ok=True)
         return self.save(TrainingState(image_id=image_id))
 
+    def discard_checkpoints(self) -> None:
+        """checkpoints/ moved aside and removed, however the container left it (nested past PATH_MAX,
+        folders it closed): a failed training never keeps the runner's disk."""
+        if not self.checkpoints.exists():
+            return
+        aside = self.root / f".discarded-{time.time_ns()}"
+        self.checkpoints.rename(aside)
+        with contextlib.suppress(OSError):  # what a runner that is not root cannot remove stays aside
+            remove_tree(aside)
+
     def scan(self) -> Scan:
-        """What checkpoints/ holds now, read while the container may be changing it."""
-        total, count, latest, stack = 0, 0, self.checkpoints.lstat().st_ctime, [self.checkpoints]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        try:
-                            info = entry.stat(follow_symlinks=False)
-                        except FileNotFoundError:  # removed while we looked: checkpoints being rotated
-                            continue
-                        count += 1
-                        total += max(info.st_size, BLOCK)  # an empty file still takes an inode
-                        latest = max(latest, info.st_ctime)
-                        if stat.S_ISDIR(info.st_mode):
-                            stack.append(Path(entry.path))
-            except FileNotFoundError:
-                continue
-            except PermissionError:
-                return Scan(total, count, latest, unreadable=str(folder.relative_to(self.checkpoints)))
+        """What checkpoints/ holds now, read while the container may be changing it. Each folder is opened
+        relative to its parent (never by a full path, which nesting past PATH_MAX would make unreadable,
+        never through a link), one open folder per level; whatever cannot be measured (a folder the runner
+        may not read, nesting deeper than MAX_CHECKPOINT_DEPTH, any error) is said in the scan, never raised."""
+        total, count, latest = 0, 0, 0.0
+        try:
+            for where, info in _walk(self.checkpoints):
+                latest = max(latest, info.st_ctime)
+                if where == ".":
+                    continue
+                count += 1
+                total += max(info.st_size, BLOCK)  # an empty file still takes an inode
+                if count > MAX_CHECKPOINT_ENTRIES:
+                    break
+        except _Unmeasurable as exc:
+            return Scan(total, count, latest, unreadable=exc.where, why=exc.why)
         return Scan(total, count, latest)
 
     @contextlib.contextmanager
@@ -143,23 +147,135 @@ class TrainingFolder:
 @dataclass(frozen=True)
 class Scan:
     """checkpoints/ at one moment: its size (each entry at least a block), entries, last change, and
-    the first folder the runner could not read (its size unknown: the training is stopped)."""
+    where the runner could not measure it and why (its size unknown: the training is stopped)."""
 
     bytes: int
     entries: int
     last_change: float
     unreadable: str | None = None
+    why: str = ""
 
     def refusal(self, phase: Phase) -> str | None:
         """Why training must stop with checkpoints like these; None while they are within bounds."""
         where, stopped = phase.checkpoint_path, "Training was stopped:"
         if self.unreadable is not None:
-            return f"{stopped} {where}/{self.unreadable} cannot be read by the runner, so its size is unknown"
+            return (f"{stopped} {where}/{_shortened(self.unreadable)} {self.why}, so the size of its checkpoints "
+                    "is unknown")
         if self.entries > MAX_CHECKPOINT_ENTRIES:
             return f"{stopped} its checkpoints hold more than {MAX_CHECKPOINT_ENTRIES:,} files ({where})"
         if self.bytes > phase.checkpoint_max_size:
             return f"{stopped} its checkpoints exceeded {phase.checkpoint_max_size // 1024**2} MiB ({where})"
         return None
+
+
+def _shortened(path: str, parts: int = 2) -> str:
+    """The first `parts` folders of a path, `...` for the rest: a failure line is one short line."""
+    names = path.split("/")
+    return path if len(names) <= parts else "/".join(names[:parts]) + "/..."
+
+
+class _Unmeasurable(Exception):
+    def __init__(self, where: str, why: str):
+        super().__init__(where, why)
+        self.where, self.why = where, why
+
+
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(path under `root`, lstat) of `root` itself (as '.') and of each entry in it, depth first. Folders
+    are opened relative to their parent, one per level; an entry removed while it is read is skipped (a
+    training rotating its checkpoints). Raises _Unmeasurable where it cannot go on."""
+    try:
+        top = os.open(root, DIRECTORY)
+    except OSError as exc:
+        raise _Unmeasurable(".", f"cannot be read ({exc.strerror})") from None
+    levels = [(top, os.scandir(top), ".")]
+    try:
+        yield ".", os.fstat(top)
+        while levels:
+            fd, entries, where = levels[-1]
+            entry = _next(entries, where)
+            if entry is None:
+                levels.pop()
+                entries.close()
+                os.close(fd)
+                continue
+            name = entry.name if where == "." else f"{where}/{entry.name}"
+            found = _entered(fd, entry.name, name, depth=len(levels))
+            if found is None:
+                continue
+            info, child = found
+            if child is not None:
+                levels.append((child, os.scandir(child), name))
+            yield name, info
+    finally:
+        for fd, entries, _ in levels:
+            entries.close()
+            os.close(fd)
+
+
+def _next(entries: Iterator[os.DirEntry[str]], where: str) -> os.DirEntry[str] | None:
+    try:
+        return next(entries, None)
+    except OSError as exc:
+        raise _Unmeasurable(where, f"cannot be read ({exc.strerror})") from None
+
+
+def _entered(fd: int, entry: str, name: str, *, depth: int) -> tuple[os.stat_result, int | None] | None:
+    """An entry's lstat, and the folder opened when it is one; None when it is gone meanwhile."""
+    try:
+        info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISDIR(info.st_mode):
+            return info, None
+        if depth > MAX_CHECKPOINT_DEPTH:
+            raise _Unmeasurable(name, f"nests folders more than {MAX_CHECKPOINT_DEPTH} deep")
+        return info, os.open(entry, DIRECTORY, dir_fd=fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _Unmeasurable(name, f"cannot be read ({exc.strerror})") from None
+
+
+def remove_tree(path: Path) -> None:
+    """`path` and everything in it removed, however deep: one folder open at a time, each opened relative
+    to its parent and left through `..`, never through a link, so neither PATH_MAX nor the open-file limit
+    nor Python's recursion stops it (shutil.rmtree recurses)."""
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    todo: list[list[str]] = [[path.name]]  # per level entered: the folders still to remove there
+    entered: list[str] = []
+    try:
+        while todo:
+            if not todo[-1]:
+                todo.pop()
+                if not entered:
+                    break
+                up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = up
+                os.rmdir(entered.pop(), dir_fd=fd)
+                continue
+            name = todo[-1].pop()
+            child = os.open(name, DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            entered.append(name)
+            todo.append(_unlink_all_but_folders(fd))
+    finally:
+        os.close(fd)
+
+
+def _unlink_all_but_folders(fd: int) -> list[str]:
+    """Remove every entry of the open folder `fd` but its folders (links as links); the folders' names."""
+    folders = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return folders
 
 
 @dataclass(frozen=True)
@@ -207,11 +323,9 @@ def _attempt(job: TrainingRun, state: TrainingState, area: OutputArea) -> Outcom
     state = job.folder.save(replace(state, attempts=state.attempts + 1, heartbeat_at=time.time()))
 
     def watch(ran: float) -> str | None:
-        try:
+        with contextlib.suppress(OSError):  # the runner's disk, not the training: the time is written again at the end
             folder.save(replace(state, used_s=spent + ran, heartbeat_at=time.time()))
-            return folder.scan().refusal(phase)
-        except OSError:  # the runner's disk, not the training: the time is written again at the end
-            return None
+        return folder.scan().refusal(phase)  # never raises: what it cannot measure stops the training
 
     mounts = (Mount(job.data, phase.training_input_path), Mount(folder.checkpoints, phase.checkpoint_path, False))
     spec = replace(job.spec(job.image_id, mounts, phase.training, gpus=phase.training.gpus,
@@ -280,6 +394,8 @@ def _record(job: TrainingRun, state: TrainingState) -> RunRecord:
 
 
 def _failed(job: TrainingRun, state: TrainingState, reason: str) -> ContainerFailed:
+    """The failed training's result; its checkpoints go (asked to run again, it starts over)."""
+    job.folder.discard_checkpoints()
     return ContainerFailed(reason, "training", _record(job, state))
 
 

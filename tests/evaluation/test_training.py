@@ -128,3 +128,17 @@ def test_checkpoints_past_their_cap_stop_the_training(repo, hidden, engine, base
     assert result.status == "failed"
     assert result.error == "Training was stopped: its checkpoints exceeded 6 MiB (/opt/ml/checkpoints)"
     assert result.training is not None and (result.training.wall_time_s or 0) < 15
+
+
+def test_checkpoints_nested_past_path_max_stop_the_training_and_go(repo, hidden, engine, base_image, trainer,
+                                                                   tmp_path):
+    """Nested past the host's PATH_MAX, checkpoints once could not be measured (ENAMETOOLONG, swallowed):
+    1 GiB against a 64 MiB cap in 13 s, and every later job failed the same way, pending forever."""
+    repo = training_phase(repo, trainer, training_command="train deep", checkpoint_max_size="64m")
+    result = evaluate_here(repo, hidden, engine, base_image, tmp_path / "training")
+    assert (result.status, result.error) == ("failed", f"Training was stopped: /opt/ml/checkpoints/{'d' * 100}/"
+                                                       f"{'d' * 100}/... nests folders more than 32 deep, so the size "
+                                                       "of its checkpoints is unknown")
+    folder = TrainingFolder(tmp_path / "training" / KEY)
+    assert not folder.checkpoints.exists() and not list(folder.root.glob(".discarded-*"))
+    assert Store(repo).pending() == []

@@ -5,6 +5,7 @@ The real engine (and a runner killed mid-training) is in test_training.py."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
-from runner.evaluation.training import TrainingFolder, TrainingState
+from runner.evaluation.training import BLOCK, MAX_CHECKPOINT_DEPTH, TrainingFolder, TrainingState
 from runner.execution.fake import Behaviour, FakeExecutor
 from runner.execution.images import tree_hash
 from runner.tree.records import read_local
@@ -216,3 +217,53 @@ def test_a_fresh_start_moves_checkpoints_the_runner_cannot_delete_aside(tmp_path
     assert list(folder.checkpoints.iterdir()) == [] and folder.load() == TrainingState(image_id="sha256:2")
     scan = folder.scan()
     assert (scan.bytes, scan.entries, scan.unreadable) == (0, 0, None)
+
+
+def nested(top: Path, depth: int, name: str = "d" * 100) -> Path:
+    """Folders nested `depth` deep, made one level at a time (relative paths have no PATH_MAX)."""
+    here = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=here)
+            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+            os.close(here)
+            here = below
+        with open(os.open("weights.bin", os.O_WRONLY | os.O_CREAT, dir_fd=here), "wb") as out:
+            out.write(b"w" * 1000)
+    finally:
+        os.close(here)
+    return top
+
+
+def test_a_scan_measures_past_path_max_and_stops_past_its_depth(tmp_path):
+    folder = TrainingFolder(tmp_path / "t")
+    folder.reset("sha256:1")
+    nested(folder.checkpoints, MAX_CHECKPOINT_DEPTH)
+    scan = folder.scan()
+    assert (scan.entries, scan.unreadable) == (MAX_CHECKPOINT_DEPTH + 1, None)
+    assert scan.bytes == MAX_CHECKPOINT_DEPTH * BLOCK + BLOCK
+    folder.reset("sha256:2")
+    nested(folder.checkpoints, 60)  # 6,060 characters below checkpoints/
+    deep = folder.scan()
+    assert deep.unreadable == "/".join(["d" * 100] * (MAX_CHECKPOINT_DEPTH + 1))
+    assert deep.why == f"nests folders more than {MAX_CHECKPOINT_DEPTH} deep"
+
+
+def test_a_scan_that_cannot_read_a_folder_says_where_and_never_raises(tmp_path):
+    folder = TrainingFolder(tmp_path / "t")
+    folder.reset("sha256:1")
+    folder.checkpoints.rename(tmp_path / "gone")
+    folder.checkpoints.symlink_to(tmp_path / "gone")  # never followed: not a folder of its own
+    assert (folder.scan().unreadable, folder.scan().why) == (".", "cannot be read (Not a directory)")
+
+
+def test_discarded_checkpoints_go_however_deep_and_wide(tmp_path):
+    folder = TrainingFolder(tmp_path / "t")
+    folder.reset("sha256:1")
+    nested(folder.checkpoints, 3000, name="x")  # past PATH_MAX and past Python's recursion limit
+    for i in range(300):
+        (folder.checkpoints / f"wide-{i}").mkdir()
+        (folder.checkpoints / f"wide-{i}" / "file").write_bytes(b"")
+    (folder.checkpoints / "link").symlink_to(tmp_path)  # removed as a link, its target untouched
+    folder.discard_checkpoints()
+    assert sorted(p.name for p in folder.root.iterdir()) == ["state.json"]

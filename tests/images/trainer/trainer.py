@@ -38,7 +38,21 @@ def predict() -> None:
         np.save(Path("/output") / path.name, (np.load(path, allow_pickle=False) > threshold).astype(np.uint8))
 
 
-if sys.argv[1] == "train":
+def train_deep() -> None:
+    """Checkpoint folders nested past the host's PATH_MAX (made one level at a time, as a relative path
+    has no such limit), then data written at the bottom: the runner once could not measure it at all."""
+    os.chdir(CHECKPOINTS)
+    for _ in range(60):
+        os.mkdir("d" * 100)
+        os.chdir("d" * 100)
+    while True:
+        with open(f"weights-{time.time_ns()}.bin", "wb") as out:
+            out.write(b"x" * 16 * 1024**2)
+
+
+if sys.argv[1:] == ["train", "deep"]:
+    train_deep()
+elif sys.argv[1] == "train":
     train(hog=sys.argv[2:] == ["hog"])
 else:
     predict()
