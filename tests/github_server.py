@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 OWNER_REPO = "org/challenges"
+RUNNER_REPO = "org/challenges-runner"  # the private runner repository that evaluates it
 BOT = {"login": "github-actions[bot]", "type": "Bot"}
 IDENTITY = {"GIT_AUTHOR_NAME": "tester", "GIT_AUTHOR_EMAIL": "t@example.org",
             "GIT_COMMITTER_NAME": "tester", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -61,6 +62,7 @@ class FakeGitHub:
         self.lock = threading.Lock()
         self.next_id = 1000
         self.ssh_keys: dict[str, list[str]] = {}  # login (lower case) -> the public SSH keys GitHub publishes
+        self.dispatches: list[dict] = []  # repository_dispatch events received: repository, type, payload, token
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -155,8 +157,14 @@ class FakeGitHub:
         return {**comment, "url": f"{self.url}/repos/{OWNER_REPO}/issues/comments/{comment['id']}",
                 "issue_url": f"{self.url}/repos/{OWNER_REPO}/issues/{pull.number}"}
 
-    def route(self, method: str, path: str, query: dict, body: dict) -> tuple[int, object]:
+    def route(self, method: str, path: str, query: dict, body: dict, token: str | None = None) -> tuple[int, object]:
         prefix = f"/repos/{OWNER_REPO}"
+        if (target := re.fullmatch(r"/repos/([^/]+/[^/]+)/dispatches", path)) and method == "POST":
+            if target.group(1) != RUNNER_REPO or not token:  # as GitHub answers a token that cannot see it
+                return 404, {"message": "Not Found"}
+            self.dispatches.append({"repository": target.group(1), "event_type": body.get("event_type"),
+                                    "client_payload": body.get("client_payload"), "token": token})
+            return 204, None
         if (user := re.fullmatch(r"/users/([A-Za-z0-9-]+)(/keys)?", path)) and method == "GET":
             login, keys = user.group(1), self.ssh_keys.get(user.group(1).lower())
             if keys is None:
@@ -248,11 +256,13 @@ def _handler(hub: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 if fault := hub.fault(self.command):
                     status, headers, message = fault
                     return self._answer(status, {"message": message}, headers)
-                status, data = hub.route(self.command, url.path, urllib.parse.parse_qs(url.query), body)
+                token = (self.headers.get("Authorization") or "").removeprefix("token ").removeprefix("Bearer ")
+                status, data = hub.route(self.command, url.path, urllib.parse.parse_qs(url.query), body,
+                                         token or None)
             self._answer(status, data)
 
         def _answer(self, status: int, data: object, headers: dict | None = None) -> None:
-            payload = json.dumps(data).encode()
+            payload = b"" if status == 204 else json.dumps(data).encode()
             self.send_response(status)
             for name, value in {"Content-Type": "application/json", "Content-Length": str(len(payload)),
                                 **(headers or {})}.items():
@@ -292,4 +302,4 @@ def github(origin: Path):
     hub.close()
 
 
-__all__ = ["OWNER_REPO", "FakeGitHub", "Link", "git", "github", "make_origin", "origin"]
+__all__ = ["OWNER_REPO", "RUNNER_REPO", "FakeGitHub", "Link", "git", "github", "make_origin", "origin"]

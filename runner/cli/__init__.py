@@ -22,6 +22,7 @@ COMMANDS = {
     "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank", "report": "report",
     "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
     "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
+    "dispatch": "submissions", "runner-repo": "submissions",
     "new": "new", "try": "tryout", "data": "data",
     "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys", "runner": "warm",
     "rerun": "reruns", "preserve": "reruns",

@@ -1,21 +1,24 @@
-"""Submissions by pull request: the workflow steps that judge, merge, shard, commit and report.
+"""Submissions by pull request: the workflow steps that judge, merge, dispatch, shard, commit and report.
 
-validate.yml runs `check-submission` on the pull request's own checkout (read-only token);
-review.yml runs `pr review` from the default branch; evaluate.yml runs `pending`, then per shard
-`evaluate --shard`, `commit-results` and `pr notify`. `dry-run` walks one pull request through all
-of them against a local server that speaks GitHub's REST API.
+In the public repository, validate.yml runs `check-submission` on the pull request's own checkout
+(read-only token); review.yml runs `pr review` from the default branch; dispatch.yml runs `dispatch`,
+which asks the private runner repository (`runner-repo` writes it) to evaluate. There, evaluate.yml runs
+`pending`, then per shard `evaluate --shard`, `commit-results` and `pr notify`. `dry-run` walks one pull
+request through all of them against a local server that speaks GitHub's REST API.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
-from runner.pullrequests import gitops
+from runner.pullrequests import gitops, workflows
 from runner.pullrequests.github import ENV_TOKEN, GitHub
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
@@ -24,6 +27,7 @@ from runner.tree.store import Store
 from .common import UsageError, err, out
 
 VERDICT_FILE = "verdict.json"
+DISPATCH_EVENT = "evaluate"  # what the runner repository's evaluate workflow listens for
 
 
 def register(sub) -> None:
@@ -38,6 +42,7 @@ def register(sub) -> None:
     _register_pr(sub)
     _register_runner(sub)
     _register_dry_run(sub)
+    _register_runner_repository(sub)
 
 
 def _register_pr(sub) -> None:
@@ -66,6 +71,13 @@ def _register_runner(sub) -> None:
                    help="github: count=N and shards=[...] lines for $GITHUB_OUTPUT")
     p.set_defaults(func=cmd_pending)
 
+    d = sub.add_parser("dispatch", help="ask the runner repository to evaluate, when something is pending")
+    d.add_argument("--to", required=True, metavar="OWNER/NAME", help="the runner repository (the public "
+                   "repository's variable RUNNER_REPOSITORY)")
+    d.add_argument("--event", default=DISPATCH_EVENT, help=f"the repository_dispatch type (default: {DISPATCH_EVENT})")
+    d.add_argument("--api-url", help="GitHub's REST API (default: $GITHUB_API_URL, else api.github.com)")
+    d.set_defaults(func=cmd_dispatch)
+
     cr = sub.add_parser("commit-results", help="commit new result files and push them, retrying on races")
     cr.add_argument("--message", default="Evaluation results")
     cr.add_argument("--remote", default="origin")
@@ -83,9 +95,20 @@ def _register_dry_run(sub) -> None:
     d.add_argument("--repo", default="local/challenges", help="OWNER/NAME on that server")
     d.add_argument("--data-root", type=Path, required=True, help="hidden data for the evaluation")
     d.add_argument("--base-image", help="Python base for building evaluation images")
+    d.add_argument("--runner-repo", metavar="OWNER/NAME", help="the runner repository on that server (default: "
+                   "the repository's name with -runner)")
     d.add_argument("--shards", type=int, default=2)
     d.add_argument("--workspace", type=Path, help="where to clone (default: ROOT/build/dry-run)")
     d.set_defaults(func=(cmd_dry_run))
+
+
+def _register_runner_repository(sub) -> None:
+    r = sub.add_parser("runner-repo", help="write the private runner repository that evaluates this one's "
+                       "submissions on self-hosted GPU runners")
+    r.add_argument("dest", type=Path, help="the runner repository's folder (a new clone, say)")
+    r.add_argument("--public", required=True, metavar="OWNER/NAME", help="this public challenge repository")
+    r.add_argument("--force", action="store_true", help="replace the files if they are there")
+    r.set_defaults(func=cmd_runner_repository)
 
 
 def _api(p: argparse.ArgumentParser) -> None:
@@ -193,6 +216,34 @@ def shard_labels(pending: int, most: int) -> list[str]:
     return [f"{i}/{count}" for i in range(1, count + 1)]
 
 
+def cmd_dispatch(args: argparse.Namespace) -> int:
+    """From the public repository's default branch: a repository_dispatch to the runner repository, when
+    this checkout has pending submissions (the runner repository's schedule catches any missed)."""
+    if not workflows.REPOSITORY.fullmatch(args.to or ""):
+        raise UsageError(f"--to {args.to!r} is not OWNER/NAME: set the repository variable RUNNER_REPOSITORY to "
+                         "the runner repository (challenges/organizers.md)")
+    if not os.environ.get(ENV_TOKEN):
+        raise UsageError(f"no token: set {ENV_TOKEN} (the workflow passes the secret RUNNER_DISPATCH_TOKEN)")
+    pending = len(Store(args.root).pending())
+    if not pending:
+        out.print("nothing pending: no evaluation asked for")
+        return 0
+    head = gitops.git(args.root.resolve(), "rev-parse", "HEAD").strip()
+    GitHub.from_env(args.to, args.api_url, log=lambda line: err.print(line, markup=False)).dispatch(
+        args.event, {"pending": pending, "commit": head})
+    out.print(f"asked {args.to} to {args.event}: {pending} pending at {head[:12]}")
+    return 0
+
+
+def cmd_runner_repository(args: argparse.Namespace) -> int:
+    written = workflows.write_runner_repository(args.dest, args.public, force=args.force)
+    for path in written:
+        out.print(f"wrote {path}", markup=False)
+    out.print(f"next: follow {args.dest / 'README.md'} (a GitHub App, the dispatch token, ephemeral runners)",
+              markup=False)
+    return 0
+
+
 def cmd_commit_results(args: argparse.Namespace) -> int:
     env = gitops.token_env(os.environ.get(ENV_TOKEN), os.environ.get("GITHUB_SERVER_URL", "https://github.com"))
     pushed = gitops.commit_results(args.root.resolve(), message=args.message, remote=args.remote, branch=args.branch,
@@ -209,7 +260,8 @@ def cmd_commit_results(args: argparse.Namespace) -> int:
 
 
 def cmd_dry_run(args: argparse.Namespace) -> int:
-    """The workflows' steps in order, each the same `challenge` call a workflow makes."""
+    """The workflows' steps in order, each the same `challenge` call a workflow makes: the public repository's,
+    then the runner repository's on a checkout of its own (the runner host's), then the public one's again."""
     workspace = (args.workspace or args.root / "build" / "dry-run").resolve()
     shutil.rmtree(workspace, ignore_errors=True)
     workspace.mkdir(parents=True)
@@ -217,8 +269,10 @@ def cmd_dry_run(args: argparse.Namespace) -> int:
     pr = GitHub(args.repo, token=None, api_url=args.api_url, pause=False).pull(args.pr)
     verdict = _dry_validate(args, workspace, pr.author)
     default_branch = _dry_review(args, workspace, verdict, pr.head_sha, api)
-    _dry_evaluate(args, default_branch, api)
+    if _dry_dispatch(args, default_branch):
+        _dry_evaluate(args, workspace, api)
     _step("publish.yml: the site from the default branch")
+    gitops.git(default_branch, "pull", "--quiet", "--ff-only")
     _challenge(default_branch, "build")
     out.print(f"dry run done: pull request #{args.pr} went through every step in {workspace}")
     return 0
@@ -244,13 +298,37 @@ def _dry_review(args: argparse.Namespace, workspace: Path, verdict: Path, head_s
     return default_branch
 
 
-def _dry_evaluate(args: argparse.Namespace, checkout: Path, api: tuple[str, ...]) -> None:
-    _step("evaluate.yml: the runner pulls the merge and plans shards")
+def _dry_dispatch(args: argparse.Namespace, checkout: Path) -> bool:
+    """Whether the default branch, now holding the merge, asked the runner repository to evaluate."""
+    _step("dispatch.yml: the default branch asks the runner repository to evaluate")
     gitops.git(checkout, "pull", "--quiet", "--ff-only")
+    runner = args.runner_repo or f"{args.repo}-runner"
+    with _token(os.environ.get(ENV_TOKEN) or "dry-run-dispatch-token"):  # the workflow's RUNNER_DISPATCH_TOKEN
+        _challenge(checkout, "dispatch", "--to", runner, "--api-url", args.api_url)
+    return bool(Store(checkout).pending())
+
+
+@contextlib.contextmanager
+def _token(token: str) -> Iterator[None]:
+    before = os.environ.get(ENV_TOKEN)
+    os.environ[ENV_TOKEN] = token
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[ENV_TOKEN]
+        else:
+            os.environ[ENV_TOKEN] = before
+
+
+def _dry_evaluate(args: argparse.Namespace, workspace: Path, api: tuple[str, ...]) -> None:
+    _step("runner-repository/evaluate.yml: the runner host checks out the public main and plans shards")
+    checkout = workspace / "runner-host"
+    gitops.git(workspace, "clone", "--quiet", str(args.remote), str(checkout))
     _challenge(checkout, "pending", "--shards", str(args.shards))
     base = ("--base-image", args.base_image) if args.base_image else ()
     for shard in shard_labels(len(Store(checkout).pending()), args.shards):
-        _step(f"evaluate.yml: shard {shard} on the GPU runner")
+        _step(f"runner-repository/evaluate.yml: shard {shard} on the GPU runner")
         _challenge(checkout, "evaluate", "--pending", "--shard", shard, "--data-root", str(args.data_root),
                    "--allow-local-images", *base)
         _challenge(checkout, "commit-results", "--message", f"Results of shard {shard} (dry run)")

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from runner.tree.check import check
+from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
+from runner.tree.check import Report, check
 from runner.tree.store import Store
 
 from .common import err, out
@@ -21,7 +22,10 @@ def register(sub: Any) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     """Print every problem, then every warning; only problems fail the check."""
     store = Store(args.root)
-    report = check(store, args.path)
+    workflows = args.path is not None and args.path.resolve().is_relative_to((store.root / WORKFLOWS).resolve())
+    report = Report() if workflows else check(store, args.path)
+    if args.path is None or workflows:  # the repository's own workflows: GitHub-hosted runners only
+        report.problems += self_hosted_problems(store.root)
     for problem in report.problems:
         out.print(str(problem), markup=False)
     for warning in report.warnings:

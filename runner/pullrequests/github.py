@@ -121,6 +121,12 @@ class GitHub:
         return self._call(f"reading the SSH keys of {login}",
                           lambda: [key.key for key in self._client.get_user(login).get_keys()])
 
+    def dispatch(self, event: str, payload: dict[str, Any]) -> None:
+        """A `repository_dispatch` of type `event` to this repository: what starts a workflow listening for
+        it (the runner repository's evaluate)."""
+        self._call(f"asking {self.repository} to {event}",
+                   lambda: self._repo().create_repository_dispatch(event, payload))
+
     # --- comments and labels ----------------------------------------------------------------------
 
     def upsert_comment(self, number: int, *, marker: str, body: str) -> str:

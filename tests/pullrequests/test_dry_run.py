@@ -9,7 +9,7 @@ import pytest
 
 from runner.cli import main
 from runner.tree.sealing import identities, new_identity, unseal
-from tests.github_server import OWNER_REPO, git
+from tests.github_server import OWNER_REPO, RUNNER_REPO, git
 from tests.helpers import CHALLENGE, PHASE, REPO, edit_yaml, phase_file
 
 pytestmark = pytest.mark.docker
@@ -37,9 +37,16 @@ def test_a_fork_submission_goes_all_the_way(github, origin, tmp_path, data_root,
     assert code == 0, printed
     steps = [line for line in printed.splitlines() if line.startswith(("== ", "$ challenge "))]
     assert [s.split()[1] if s.startswith("==") else s.split()[2] for s in steps] == [
-        "validate.yml:", "check-submission", "review.yml:", "pr", "evaluate.yml:", "pending",
-        "evaluate.yml:", "evaluate", "commit-results", "pr", "publish.yml:", "build"]
+        "validate.yml:", "check-submission", "review.yml:", "pr", "dispatch.yml:", "dispatch",
+        "runner-repository/evaluate.yml:", "pending", "runner-repository/evaluate.yml:", "evaluate",
+        "commit-results", "pr", "publish.yml:", "build"]
     assert f"ok: {path} (submission)" in printed
+    # The public default branch asked the runner repository; its runner host evaluated a checkout of its own.
+    assert github.dispatches == [{"repository": RUNNER_REPO, "event_type": "evaluate",
+                                  "token": "dry-run-dispatch-token",
+                                  "client_payload": {"pending": 1, "commit": git(origin, "rev-parse", "main~1")}}]
+    assert (workspace / "runner-host" / "build" / "logs").is_dir()
+    assert not (workspace / "main" / "build" / "logs").exists()
 
     assert pull.merged and pull.labels == ["submission: valid"]
     verdict, result = (c["body"] for c in pull.comments)
@@ -75,3 +82,25 @@ def test_a_blind_phases_scores_stay_sealed_all_the_way(github, origin, repo, tmp
     assert score not in git(origin, "log", "-p", "--all")
     site = tmp_path / "dry-run" / "main" / "build" / "site"
     assert not [p for p in site.rglob("*") if p.is_file() and score in p.read_text(errors="replace")]
+
+
+def test_a_pull_requests_own_workflow_never_reaches_the_runner_host(github, origin, tmp_path, data_root, base_image,
+                                                                    baseline_image, capsys):
+    """GitHub runs a pull request's own workflow files for `pull_request`: this one wants the GPU runner. The
+    public repository has no runner for it, `check` names it, the rules refuse the pull request, nothing is
+    dispatched, and the runner host's checkout of main never holds it."""
+    take = ".github/workflows/take.yml"
+    pull = github.open_pull("mallory", {
+        f"challenges/{CHALLENGE}/submissions/{PHASE}/mallory/v1.yml": f"phase: {PHASE}\nimage: {baseline_image}\n",
+        take: "on: pull_request\njobs:\n  take:\n    runs-on: [self-hosted, gpu]\n    steps:\n"
+              "      - run: cat /srv/challenge-data/*/*/ground-truth/*\n"})
+    code = dry_run(github, origin, tmp_path, data_root, base_image)
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert f"{take}: this pull request adds it, but a submission pull request adds one file" in printed
+    assert not pull.merged and github.dispatches == [] and "nothing pending: no evaluation asked for" in printed
+    assert not (tmp_path / "dry-run" / "runner-host").exists()
+    merged_view = tmp_path / "dry-run" / "validate"  # the pull request merged into main, as validate sees it
+    assert main(["--root", str(merged_view), "check"]) == 1
+    assert f"{merged_view / take}:4: jobs.take.runs-on: 'self-hosted' is not a GitHub-hosted runner" in (
+        capsys.readouterr().out)

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.cli import main
+from runner.errors import ChallengeError
+from runner.pullrequests.workflows import HOSTED, self_hosted_problems, write_runner_repository
 from tests.helpers import REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -37,7 +40,7 @@ def steps(workflow: dict) -> list[dict]:
 
 
 def test_the_four_workflows_exist():
-    assert [p.name for p in FILES] == ["evaluate.yml", "publish.yml", "review.yml", "validate.yml"]
+    assert [p.name for p in FILES] == ["dispatch.yml", "publish.yml", "review.yml", "validate.yml"]
 
 
 def test_actionlint_passes():
@@ -89,7 +92,7 @@ def test_validate_is_read_only():
 
 
 def test_privileged_workflows_never_check_out_the_pull_request():
-    for name in ("review.yml", "evaluate.yml", "publish.yml"):
+    for name in ("review.yml", "dispatch.yml", "publish.yml"):
         workflow = load(WORKFLOWS / name)
         assert not {"pull_request", "pull_request_target"} & set(workflow["on"]), name
         for step in steps(workflow):
@@ -103,16 +106,24 @@ def test_review_follows_validate_and_merges_through_the_api():
     assert any(r.startswith("challenge pr review ") and "--merge" in r for r in runs)
 
 
-def test_evaluate_runs_on_gpu_runners_without_cancelling_queued_work():
-    workflow = load(WORKFLOWS / "evaluate.yml")
-    assert workflow["concurrency"]["cancel-in-progress"] is False
-    assert workflow["on"]["push"]["paths"] == ["challenges/*/submissions/**"]
-    assert "workflow_dispatch" in workflow["on"]
-    job = workflow["jobs"]["evaluate"]
-    assert job["runs-on"] == ["self-hosted", "gpu"]
-    assert "fromJSON(needs.plan.outputs.shards)" in job["strategy"]["matrix"]["shard"]
-    runs = [s["run"] for s in job["steps"] if "run" in s]
-    assert [r.split()[1] for r in runs if r.startswith("challenge ")] == ["evaluate", "commit-results", "pr"]
+def test_dispatch_asks_the_runner_repository_from_the_default_branch_with_its_own_token():
+    workflow = load(WORKFLOWS / "dispatch.yml")
+    assert set(workflow["on"]) == {"push", "workflow_run", "workflow_dispatch"}
+    assert workflow["on"]["workflow_run"]["workflows"] == ["review"]
+    [dispatch] = [s for s in steps(workflow) if s.get("run", "").startswith("challenge dispatch")]
+    assert dispatch["env"] == {"GITHUB_TOKEN": "${{ secrets.RUNNER_DISPATCH_TOKEN }}",
+                               "RUNNER_REPOSITORY": "${{ vars.RUNNER_REPOSITORY }}"}
+    assert workflow["jobs"]["dispatch"]["permissions"] == {"contents": "read"}
+
+
+def test_no_public_workflow_can_reach_a_self_hosted_runner():
+    """For a pull_request GitHub runs the pull request's own workflow files: the public repository has
+    no runner of its own, and no workflow of it names one."""
+    assert self_hosted_problems(REPO) == []
+    for path in FILES:
+        for job in load(path)["jobs"].values():
+            assert HOSTED.fullmatch(job["runs-on"]), job["runs-on"]
+    assert not (REPO / ".github" / "actionlint.yaml").exists()  # no self-hosted labels to declare
 
 
 def test_every_logic_step_is_one_challenge_call():
@@ -123,6 +134,89 @@ def test_every_logic_step_is_one_challenge_call():
                 assert "\n" not in run.strip() and (run.startswith("challenge ") or "pip install" in run), run
 
 
+def test_publish_follows_every_push_to_main():
+    workflow = load(WORKFLOWS / "publish.yml")
+    assert workflow["on"] == {"push": {"branches": ["main"]}, "workflow_dispatch": None}
+
+
 def test_publish_deploys_to_pages():
     uses = [s.get("uses", "").split("@")[0] for s in steps(load(WORKFLOWS / "publish.yml"))]
     assert {"actions/upload-pages-artifact", "actions/deploy-pages", "actions/configure-pages"} <= set(uses)
+
+
+# --- the runner repository, as `challenge runner-repo` writes it -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runner_repository(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runner-repository")
+    write_runner_repository(root, "org/challenges")
+    subprocess.run(["git", "init", "--quiet", str(root)], check=True)  # actionlint looks for the repository root
+    return root
+
+
+def test_the_runner_repository_passes_actionlint_and_zizmor(runner_repository):
+    linted = subprocess.run([tool("actionlint"), "-no-color"], cwd=runner_repository, capture_output=True, text=True)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    folder = runner_repository / ".github" / "workflows"
+    audited = subprocess.run([tool("zizmor"), "--offline", "--no-progress", str(folder)], capture_output=True,
+                             text=True)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+
+
+def test_the_runner_repository_starts_only_from_what_participants_cannot_write(runner_repository):
+    """A dispatch from the public default branch, a schedule, or an organizer's hand: no pull request, no
+    push of another repository, ever starts the job that runs on the GPU runner."""
+    workflow = load(runner_repository / ".github" / "workflows" / "evaluate.yml")
+    assert set(workflow["on"]) == {"repository_dispatch", "schedule", "workflow_dispatch"}
+    assert workflow["on"]["repository_dispatch"]["types"] == ["evaluate"]
+    assert workflow["permissions"] == {} and workflow["concurrency"]["cancel-in-progress"] is False
+    job = workflow["jobs"]["evaluate"]
+    assert job["runs-on"] == ["self-hosted", "gpu"] and job["environment"] == "gpu" and job["permissions"] == {}
+    assert "fromJSON(needs.plan.outputs.shards)" in job["strategy"]["matrix"]["shard"]
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["repository"] == "org/challenges" and checkout["with"]["ref"] == "main"
+    token = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/create-github-app-token@"))
+    assert (token["with"]["owner"], token["with"]["repositories"]) == ("org", "challenges")  # the public one alone
+    assert {k: v for k, v in token["with"].items() if k.startswith("permission-")} == {
+        "permission-contents": "write", "permission-pull-requests": "write"}
+    runs = [s["run"] for s in job["steps"] if "run" in s]
+    assert [r.split()[1] for r in runs if r.startswith("challenge ")] == ["evaluate", "commit-results", "pr"]
+    assert 'challenge pr notify --commit HEAD --repo "org/challenges"' in runs
+
+
+@pytest.mark.parametrize("check", [test_permissions_are_declared_and_least, test_actions_are_pinned_by_full_sha,
+                                   test_no_expression_inside_run_scripts, test_checkouts_keep_no_credentials])
+def test_the_runner_repository_keeps_the_public_ones_rules(runner_repository, check):
+    check(runner_repository / ".github" / "workflows" / "evaluate.yml")
+
+
+def test_runner_repo_refuses_to_overwrite_and_to_take_a_name_that_is_no_repository(tmp_path):
+    write_runner_repository(tmp_path, "org/challenges")
+    with pytest.raises(ChallengeError, match="already exists"):
+        write_runner_repository(tmp_path, "org/challenges")
+    with pytest.raises(ChallengeError, match="is not OWNER/NAME"):
+        write_runner_repository(tmp_path / "x", 'org/x"\n  evil: [')
+
+
+# --- challenge check refuses a public workflow that names a self-hosted runner -------------------------
+
+
+@pytest.mark.parametrize("runs_on, message", [
+    ("[self-hosted, gpu]", "'self-hosted' is not a GitHub-hosted runner"),
+    ("gpu", "'gpu' is not a GitHub-hosted runner"),
+    ("[ubuntu-latest, gpu]", "'gpu' is not a GitHub-hosted runner"),
+    ("{group: gpus, labels: [linux]}", "names a runner group or labels, which may hold self-hosted runners"),
+    ("${{ github.event.inputs.where }}", "cannot be checked (an expression)"),
+])
+def test_check_refuses_a_workflow_that_names_a_self_hosted_runner(repo, capsys, runs_on, message):
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    path = repo / ".github" / "workflows" / "evil.yml"
+    path.write_text(f"on: pull_request\njobs:\n  take:\n    runs-on: {runs_on}\n    steps:\n      - run: id\n")
+    assert main(["--root", str(repo), "check"]) == 1
+    printed = capsys.readouterr().out
+    assert f"{path}:4: jobs.take.runs-on: " in printed and message in printed
+    assert "evaluations run from the private runner repository (`challenge runner-repo`)" in printed
+    assert main(["--root", str(repo), "check", str(path)]) == 1
+    path.write_text("on: pull_request\njobs:\n  take:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: id\n")
+    assert main(["--root", str(repo), "check"]) == 0
