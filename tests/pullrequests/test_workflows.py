@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import yaml
 
 from runner.cli import main
 from runner.errors import ChallengeError
-from runner.pullrequests.workflows import HOSTED, self_hosted_problems, write_runner_repository
+from runner.pullrequests.workflows import HOSTED, RUNNER_FILES, self_hosted_problems, write_runner_repository
 from tests.helpers import REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -220,3 +221,13 @@ def test_check_refuses_a_workflow_that_names_a_self_hosted_runner(repo, capsys, 
     assert main(["--root", str(repo), "check", str(path)]) == 1
     path.write_text("on: pull_request\njobs:\n  take:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: id\n")
     assert main(["--root", str(repo), "check"]) == 0
+
+
+def test_an_installed_package_writes_the_runner_repository(tmp_path):
+    """Workflows install the package (not a checkout): the templates travel in the wheel as package data."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(tmp_path), str(REPO)], check=True, capture_output=True)
+    [wheel] = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as packed:
+        names = set(packed.namelist())
+    assert {f"runner/pullrequests/runner_repository/{name}" for name in RUNNER_FILES.values()} <= names
