@@ -346,8 +346,9 @@ def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
     """The model collected and hashed, or the training failed with the reason a participant sees."""
     folder, phase = job.folder, job.phase
     state = folder.load() or TrainingState(image_id=job.image_id)
-    if reason := _failure(outcome, phase, folder):
-        raise _failed(job, folder.save(replace(state, status="failed")), reason)
+    if failure := _failure(outcome, phase, folder):
+        reason, by_checkpoints = failure
+        raise _failed(job, folder.save(replace(state, status="failed")), reason, discard=by_checkpoints)
     shutil.rmtree(folder.model, ignore_errors=True)
     try:
         job.collect(area, folder.model)
@@ -363,15 +364,17 @@ def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
     return Trained(folder.model, _record(job, state))
 
 
-def _failure(outcome: Outcome, phase: Phase, folder: TrainingFolder) -> str | None:
-    """Why this training failed, as its participant reads it; None if it did not."""
+def _failure(outcome: Outcome, phase: Phase, folder: TrainingFolder) -> tuple[str, bool] | None:
+    """Why this training failed, as its participant reads it, and whether its checkpoints are the reason
+    (the watch stops a training for nothing else); None if it did not fail."""
     if outcome.stopped:
-        return outcome.stopped
+        return outcome.stopped, True
     if outcome.timed_out:
-        return _over_budget(phase.training.time_limit)
+        return _over_budget(phase.training.time_limit), False
     if not outcome.ok:
-        return f"Training failed: {outcome.error_line(phase.training.time_limit) or ''}"
-    return folder.scan().refusal(phase)  # what it wrote after the last look
+        return f"Training failed: {outcome.error_line(phase.training.time_limit) or ''}", False
+    refusal = folder.scan().refusal(phase)  # what it wrote after the last look
+    return (refusal, True) if refusal else None
 
 
 def _charged(state: TrainingState, folder: TrainingFolder) -> float:
@@ -393,9 +396,12 @@ def _record(job: TrainingRun, state: TrainingState) -> RunRecord:
                      gpu=job.gpu)
 
 
-def _failed(job: TrainingRun, state: TrainingState, reason: str) -> ContainerFailed:
-    """The failed training's result; its checkpoints go (asked to run again, it starts over)."""
-    job.folder.discard_checkpoints()
+def _failed(job: TrainingRun, state: TrainingState, reason: str, *, discard: bool = False) -> ContainerFailed:
+    """The failed training's result. Checkpoints that are the reason (past their cap, nested too deep,
+    unreadable) are removed at once: they could fill the runner's disk, and, asked to run again, a
+    failed training starts over anyway."""
+    if discard:
+        job.folder.discard_checkpoints()
     return ContainerFailed(reason, "training", _record(job, state))
 
 
