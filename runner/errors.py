@@ -1,4 +1,4 @@
-"""The one error base every stage raises, and the one retry policy.
+"""The one error base every stage raises, the one retry policy, and how a participant's text is shown.
 
 Knows nothing of challenges, Docker, git or GitHub, and imports nothing else of the package, so
 every stage can use it. The CLI catches `ChallengeError` alone and prints it as one line.
@@ -6,12 +6,14 @@ every stage can use it. The CLI catches `ChallengeError` alone and prints it as 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ChallengeError(Exception):
@@ -57,3 +59,16 @@ class Retry:
                 log(f"{exc}; retrying in {wait:.0f} s (try {attempt + 1} of {self.attempts})")
                 self.sleep(wait)
         raise AssertionError("unreachable")
+
+
+def printable(text: str, limit: int = 1000) -> str:
+    """A participant's text (a file name a container wrote, a line it printed) as one line that any
+    record, page or terminal takes: bytes that were not UTF-8 (kept by Python as surrogate escapes)
+    and control characters (newlines, terminal escapes) shown as \\xNN, at most `limit` characters.
+    A lone surrogate written to a result once made it JSON that no reader accepted."""
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte stands for (JSON's \\ud800): shown by its code
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from runner import __version__
+from runner.errors import printable
 from runner.evaluation import grand_challenge as gc
 from runner.evaluation import training
 from runner.evaluation.archives import Pace, archive_image, load_preserved
@@ -167,9 +168,9 @@ class _Job:
         except ContainerFailed as failure:
             if failure.record is not None:
                 self.runs[failure.stage] = failure.record
-            self.error = failure.reason
+            self.error = printable(failure.reason)
         except SubmissionFailure as failure:
-            self.error = failure.reason
+            self.error = printable(failure.reason)  # what a participant wrote may be in it: one line, valid text
 
     # --- algorithm ---------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from runner.errors import printable
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.execution.images import tree_hash
 from runner.execution.sandbox import Mount, Outcome, OutputArea, RunSpec, last_line
@@ -159,8 +160,8 @@ class Scan:
         """Why training must stop with checkpoints like these; None while they are within bounds."""
         where, stopped = phase.checkpoint_path, "Training was stopped:"
         if self.unreadable is not None:
-            return (f"{stopped} {where}/{_shortened(self.unreadable)} {self.why}, so the size of its checkpoints "
-                    "is unknown")
+            return (f"{stopped} {where}/{printable(_shortened(self.unreadable), 240)} {self.why}, so the size of "
+                    "its checkpoints is unknown")
         if self.entries > MAX_CHECKPOINT_ENTRIES:
             return f"{stopped} its checkpoints hold more than {MAX_CHECKPOINT_ENTRIES:,} files ({where})"
         if self.bytes > phase.checkpoint_max_size:

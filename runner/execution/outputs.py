@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from runner.errors import ChallengeError
+from runner.errors import ChallengeError, printable
 
 
 class UnsafeOutput(ChallengeError, ValueError):
@@ -66,11 +66,11 @@ def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimit
     count = total = 0
     for member, name in members:
         if member.issym() or member.islnk():
-            raise UnsafeOutput(f"/output/{name} is a link; only regular files are accepted")
+            raise UnsafeOutput(f"/output/{printable(name, 200)} is a link; only regular files are accepted")
         if not (member.isfile() or member.isdir()):
-            raise UnsafeOutput(f"/output/{name} is not a regular file or folder")
+            raise UnsafeOutput(f"/output/{printable(name, 200)} is not a regular file or folder")
         if len(name) > MAX_NAME_LENGTH:  # the host's own paths must stay under PATH_MAX
-            raise UnsafeOutput(f"/output/{name[:60]}... is a path longer than {MAX_NAME_LENGTH} characters")
+            raise UnsafeOutput(f"/output/{printable(name, 60)} is a path longer than {MAX_NAME_LENGTH} characters")
         count += 1
         total += member.size
         if count > limits.max_files:
@@ -91,7 +91,7 @@ def _write_tar(archive: tarfile.TarFile, members, target: Path) -> int:
         dest.parent.mkdir(parents=True, exist_ok=True)
         source = archive.extractfile(member)
         if source is None:  # not a regular file: _checked refused those already
-            raise UnsafeOutput(f"/output/{name} is not a regular file or folder")
+            raise UnsafeOutput(f"/output/{printable(name, 200)} is not a regular file or folder")
         with open(dest, "wb") as out:
             shutil.copyfileobj(source, out)
         written += 1

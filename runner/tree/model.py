@@ -34,6 +34,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
+from runner.errors import printable
 from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
 from runner.tree.paths import companion_file
 from runner.tree.references import DIGEST, PINNED, SHA256, check_image_ref
@@ -760,7 +761,10 @@ class Result:
                        training=quiet(self.training))
 
     def to_json(self) -> str:
-        data = asdict(self)
+        """The record as JSON every reader takes: text that is not valid Unicode (a lone surrogate from a
+        file name or an evaluation's JSON) is written as `printable` shows it, never as an escape that
+        strict readers refuse (one such record once stopped every build and every review of its phase)."""
+        data = _valid_text(asdict(self))
         for name in ("withheld", "training"):  # a result of another phase reads as it always did
             if data[name] is None:
                 del data[name]
@@ -1008,6 +1012,25 @@ def _exclusion_issues(file: ExclusionsFile) -> Iterator[Issue]:
         seen.add(entry.result)
 
 
+def _valid_text(value: Any) -> Any:
+    """`value` with every string (keys too) encodable as UTF-8."""
+    if isinstance(value, str):
+        return value if value.isascii() or _encodable(value) else printable(value, limit=len(value) * 8)
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_text(v) for v in value]
+    return value
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def load_result(path: Path) -> Result:
     try:
         result = Result.from_dict(orjson.loads(path.read_bytes()))  # orjson: a build reads thousands, 4x faster
@@ -1022,7 +1045,10 @@ def load_result(path: Path) -> Result:
 
 def participant_yaml(path: Path) -> Document:
     """A file a participant wrote (a submission, a registration), read under the participant policy
-    (size cap, no aliases) wherever it sits, a pull request's scratch copy included."""
+    (size cap, no aliases) wherever it sits, a pull request's scratch copy included. A link is never read:
+    a submission that links to another participant's would run their algorithm under its own name."""
+    if path.is_symlink():
+        raise ModelError(path, None, None, "must be a regular file, not a symbolic link")
     return load_yaml(path, PARTICIPANT)
 
 

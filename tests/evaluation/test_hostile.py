@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import socket
 
+import orjson
 import pytest
 
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
 from runner.execution.docker_engine import LABEL, OWNER
+from runner.tree.model import Result
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 
@@ -28,6 +30,8 @@ ALGORITHM_FAILURES = {
     "symlink": "Algorithm output refused: /output/case-000.npy is a link; only regular files are accepted",
     "look-for-truth": "Algorithm failed: no ground truth visible",
     "huge-stderr": "Algorithm failed: the real reason comes last",
+    "strange-name": "Algorithm output refused: /output/\\xff\\x0a\\x1b[1mx is a link; only regular files are "
+                    "accepted",
     "sparse": "Algorithm output refused: /output holds more than 16777216 bytes (each file counted by its apparent "
               "size, sparse ones too)",
 }
@@ -64,6 +68,7 @@ def test_hostile_algorithm_is_a_failed_result(evaluator, behave, mode):
     result = evaluator(behave(mode), participant=mode)
     assert (result.status, result.error) == ("failed", ALGORITHM_FAILURES[mode])
     assert result.metrics is None
+    assert Result.from_dict(orjson.loads(result.to_json())) == result  # every reader takes the record
 
 
 def test_an_image_whose_command_does_not_exist_is_a_failed_result(evaluator, engine, base_image, tmp_path):

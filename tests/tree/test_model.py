@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
+from runner.errors import printable
 from runner.tree.check import check
 from runner.tree.located import ModelError
-from runner.tree.model import check_image_ref, load_challenge, load_phase
+from runner.tree.model import Result, check_image_ref, load_challenge, load_phase, load_result
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, write_submission
 
@@ -172,3 +173,23 @@ def test_combined_leaderboard_names_existing_phases(repo):
     line = len(path.read_text().splitlines()) - 1
     assert (problem.line, problem.field) == (line, "combined_leaderboards[0].phases[1].phase")
     assert problem.message == "no phase 'nope' in this challenge"
+
+
+def test_a_result_with_text_that_is_no_unicode_is_written_as_every_reader_takes_it(tmp_path):
+    """A container's file name that is not UTF-8 (a surrogate escape), or an evaluation's JSON holding a lone
+    surrogate, once made a result that strict readers refused: every build and review of its phase stopped."""
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="failed",
+                    created_at="2026-01-01T00:00:00+00:00", started_at="2026-01-01T00:00:00+00:00",
+                    finished_at="2026-01-01T00:00:01+00:00", error="/output/\udcff is a link",
+                    metrics={"case": {"a\ud800": {"note": "\udcfe"}}})
+    path = tmp_path / "v1.json"
+    path.write_text(result.to_json())
+    read = load_result(path)
+    assert read.error == "/output/\\xff is a link"
+    assert read.metrics == {"case": {"a\\ud800": {"note": "\\xfe"}}}
+
+
+def test_printable_shows_what_a_participant_wrote_on_one_line():
+    assert printable("/output/\udcff\n\x1b[1mx\t") == "/output/\\xff\\x0a\\x1b[1mx\\x09"
+    assert printable("é ✓") == "é ✓"
+    assert printable("x" * 50, limit=10) == "x" * 9 + "…"

@@ -104,6 +104,8 @@ elif MODE == "many-files":
 elif MODE == "sparse":  # 12 GB that take no room in a small tmpfs, for the host to write out in full
     with open("/output/case-000.npy", "wb") as out:
         out.truncate(12 * 1024**3)
+elif MODE == "strange-name":  # a name that is not UTF-8, with a newline and a terminal escape in it
+    os.symlink("/etc/shadow", b"/output/\xff\n\x1b[1mx")
 elif MODE == "fifo":
     os.mkfifo("/output/case-000.npy")
 elif MODE == "long-error":
