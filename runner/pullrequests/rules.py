@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from runner.errors import printable
 from runner.tree.details import supplementary_problem
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import (
@@ -32,7 +33,7 @@ from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import plural, when, window
 from runner.tree.references import image_refusal
-from runner.tree.sharing import describe, image_identity, same_image
+from runner.tree.sharing import algorithm_identity, describe, same_image
 from runner.tree.store import Store
 
 MAX_LISTED = 10  # other changed files named one by one; the rest are counted
@@ -70,10 +71,19 @@ class Verdict:
 
 
 def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_images: bool = False) -> Verdict:
-    """Every rule's verdict on the proposal, judged against the tree in `store`."""
+    """Every rule's verdict on the proposal, judged against the tree in `store`. Every line is printable
+    (`runner.errors.printable`): file names and values from the pull request reach a terminal, a JSON
+    verdict and a comment."""
+    verdict = _verdict(store, proposal, now=now, allow_local_images=allow_local_images)
+    return Verdict(verdict.kind, verdict.path and printable(verdict.path),
+                   tuple(printable(line) for line in verdict.problems), tuple(printable(n) for n in verdict.notes))
+
+
+def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_images: bool) -> Verdict:
     if unreadable := [c.path for c in proposal.changes if not _utf8(c.path)]:
-        return Verdict("unknown", None, tuple(f"{_shown(path)}: this file name is not UTF-8 text; a pull request "
-                                              "may name its files in UTF-8 only" for path in unreadable[:MAX_LISTED]))
+        return Verdict("unknown", None, tuple(f"{printable(path)}: this file name is not UTF-8 text; a pull "
+                                              "request may name its files in UTF-8 only"
+                                              for path in unreadable[:MAX_LISTED]))
     target = _target(proposal.changes)
     if target is None:
         return Verdict("unknown", None, tuple(_unknown(proposal.changes)))
@@ -90,11 +100,6 @@ def _utf8(path: str) -> bool:
         return True
     except UnicodeEncodeError:  # git's bytes kept as surrogate escapes
         return False
-
-
-def _shown(path: str) -> str:
-    """A file name as text that prints anywhere: bytes that are not UTF-8 shown as \\xNN."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _target(changes: tuple[Change, ...]) -> Change | None:
@@ -273,7 +278,7 @@ def _notes(store: Store, proposal: Proposal, target: Change) -> list[str]:
     others = same_image(store, submission)
     if not others:
         return []
-    return [f"the same image ({image_identity(submission.image or '')}) was also submitted by "
+    return [f"the same image ({algorithm_identity(submission)}) was also submitted by "
             f"{describe(others, store.root)}: organizers, see whether this is one team (teams.yml) or shared work"]
 
 
