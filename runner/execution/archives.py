@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from runner.errors import ChallengeError
+from runner.errors import ChallengeError, printable
 
 MANIFEST = "manifest.json"
 BLOCK = tarfile.BLOCKSIZE
@@ -48,6 +48,7 @@ EXPANSION_FREE = 256 * 1024**2
 # both with manifest.json; and the files this runner ignores (index.json, oci-layout, repositories).
 NAMES = re.compile(r"manifest\.json|index\.json|oci-layout|repositories"
                    r"|[0-9a-f]{64}(\.json|\.tar|/layer\.tar|/json|/VERSION)?|blobs(/sha256(/[0-9a-f]{64})?)?")
+SIZE = re.compile(r"[0-9]{1,19}")  # ASCII digits only (str.isdigit takes '²'), and a size a file can have
 IGNORED = frozenset({"index.json", "oci-layout", "repositories"})  # names and indexes: the runner writes its own
 COMPRESSIONS: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
@@ -88,7 +89,7 @@ def sanitize(source: Path, target: Path, *, max_bytes: int) -> ArchiveImage:
     anything that is not that."""
     try:
         with tempfile.TemporaryDirectory(prefix="challenge-unpack-", dir=target.parent) as scratch:
-            return _rebuild(_unpack(source, Path(scratch), max_bytes), target)
+            return _rebuild(_unpack(source, Path(scratch), max_bytes), target, max_bytes)
     except BaseException:
         target.unlink(missing_ok=True)
         raise
@@ -129,8 +130,8 @@ class _Counted:
     """The unpacked tar stream, counting what it gives: at most `max_bytes` in all, and at most
     EXPANSION_MAX times what was read from the file (past EXPANSION_FREE)."""
 
-    def __init__(self, stream: IO[bytes], raw: IO[bytes], max_bytes: int):
-        self.stream, self.raw, self.max_bytes, self.given = stream, raw, max_bytes, 0
+    def __init__(self, stream: IO[bytes], raw: IO[bytes], max_bytes: int, what: str = "the archive"):
+        self.stream, self.raw, self.max_bytes, self.given, self.what = stream, raw, max_bytes, 0, what
 
     def read(self, size: int) -> bytes:
         try:
@@ -139,9 +140,9 @@ class _Counted:
             raise BadArchive(f"not a docker save archive (it cannot be decompressed: {exc})") from None
         self.given += len(data)
         if self.given > self.max_bytes:
-            raise BadArchive(f"the archive unpacks to more than {self.max_bytes // 1024**2} MiB")
+            raise BadArchive(f"{self.what} unpacks to more than {self.max_bytes // 1024**2} MiB")
         if self.given > EXPANSION_FREE + EXPANSION_MAX * self.raw.tell():
-            raise BadArchive(f"the archive unpacks to more than {EXPANSION_MAX} times its size; upload the "
+            raise BadArchive(f"{self.what} unpacks to more than {EXPANSION_MAX} times its size; upload the "
                              "archive docker save writes, uncompressed (docker save -o algorithm.tar IMAGE)")
         return data
 
@@ -155,33 +156,73 @@ class _Counted:
         return data
 
 
-def _members(stream: _Counted) -> Iterator[tuple[str, int, bool]]:
-    """(name, size, whether a folder) of each entry; its data is read (or skipped) before the next."""
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a tar stream as its headers describe it (a PAX or GNU header before it applied)."""
+
+    name: str
+    size: int
+    type: bytes
+    sparse: bool  # a GNU sparse file, in either of its forms: its size is not what it unpacks to
+
+
+def _entries(stream: _Counted, errors: str = "strict") -> Iterator[_Entry]:
+    """Each entry of a tar stream, every header read bounded; its data is read (or skipped) before the next.
+    `errors` says how names that are not UTF-8 are read (an image's layers may hold such files)."""
     extended: dict[str, str] = {}  # a PAX header's path and size, for the entry after it
     long_name: str | None = None  # a GNU long name, likewise
     while True:
         block = stream.exactly(BLOCK)
         if block == bytes(BLOCK):
             return  # the end of the archive
-        info = _header(block)
+        info = _header(block, errors)
         if info.type in EXTENDED:
-            extended = _pax(_extended(stream, info))
+            extended = _pax(_extended(stream, info), errors)
             continue
         if info.type == tarfile.GNUTYPE_LONGNAME:
-            long_name = _utf8(_extended(stream, info).rstrip(b"\0"), "a long name")
+            long_name = _utf8(_extended(stream, info).rstrip(b"\0"), "a long name", errors)
             continue
         name = extended.get("path", long_name or info.name)
         size = int(extended["size"]) if "size" in extended else info.size
+        sparse = "sparse" in extended or info.type == tarfile.GNUTYPE_SPARSE
         extended, long_name = {}, None
-        if info.type not in (*FILES, tarfile.DIRTYPE):
-            raise BadArchive(f"{name[:120]!r} is {_kind(info)}; a docker save archive holds only files and folders")
-        _check_name(name)
-        yield name, size, info.type == tarfile.DIRTYPE
+        if size < 0:  # a base-256 size field can say -1: "read everything"
+            raise BadArchive(f"{name[:120]!r} has a negative size: not a docker save archive")
+        yield _Entry(name, size, info.type, sparse)
 
 
-def _header(block: bytes) -> tarfile.TarInfo:
+def _members(stream: _Counted) -> Iterator[tuple[str, int, bool]]:
+    """(name, size, whether a folder) of each entry of a docker save archive: only files and folders under
+    the names docker save writes."""
+    for entry in _entries(stream):
+        if entry.type not in (*FILES, tarfile.DIRTYPE) or entry.sparse:
+            kind = "a sparse file" if entry.sparse else _kind(entry.type)
+            raise BadArchive(f"{entry.name[:120]!r} is {kind}; a docker save archive holds only files and folders")
+        _check_name(entry.name)
+        yield entry.name, entry.size, entry.type == tarfile.DIRTYPE
+
+
+def _layer_bytes(layer: Path, budget: int) -> int:
+    """What a layer unpacks to, each file by its size, refused past `budget` or holding a sparse file (a
+    20 KB layer of one sparse file once made the engine write 2 GiB)."""
+    total = 0
+    with open(layer, "rb") as raw:
+        stream = _Counted(_decompressed(raw), raw, budget, what="the image")
+        for entry in _entries(stream, errors="surrogateescape"):
+            if entry.sparse:
+                raise BadArchive(f"a layer holds a sparse file ({printable(entry.name, 120)}); an image's files are "
+                                 "unpacked whole")
+            if entry.type in FILES:
+                total += entry.size
+                if total > budget:
+                    raise BadArchive(f"the image unpacks to more than {budget // 1024**2} MiB")
+            _skip(stream, entry.size)
+    return total
+
+
+def _header(block: bytes, errors: str = "strict") -> tarfile.TarInfo:
     try:
-        return tarfile.TarInfo.frombuf(block, "utf-8", "strict")
+        return tarfile.TarInfo.frombuf(block, "utf-8", errors)
     except UnicodeDecodeError:
         raise BadArchive("an entry's name is not UTF-8") from None
     except tarfile.HeaderError as exc:
@@ -190,15 +231,16 @@ def _header(block: bytes) -> tarfile.TarInfo:
 
 def _extended(stream: _Counted, info: tarfile.TarInfo) -> bytes:
     """A PAX or GNU header's own data, refused before it is read when it is larger than any name needs."""
-    if info.size > HEADER_MAX:
+    if not 0 <= info.size <= HEADER_MAX:
         raise BadArchive(f"an extended tar header of {info.size} bytes; at most {HEADER_MAX} are accepted")
     data = stream.exactly(info.size)
     _skip_padding(stream, info.size)
     return data
 
 
-def _pax(data: bytes) -> dict[str, str]:
-    """The path and size a PAX header sets (`<length> <key>=<value>\\n` records); other keys are ignored."""
+def _pax(data: bytes, errors: str = "strict") -> dict[str, str]:
+    """The path and size a PAX header sets (`<length> <key>=<value>\\n` records), and `sparse` when it
+    describes a GNU sparse file; other keys are ignored."""
     found, at = {}, 0
     while at < len(data):
         length, space, _ = data[at:at + 20].partition(b" ")
@@ -209,15 +251,17 @@ def _pax(data: bytes) -> dict[str, str]:
         if not equals or not record.endswith(b"\n"):
             raise BadArchive("not a docker save archive (a broken PAX header)")
         if key in (b"path", b"size"):
-            found[key.decode()] = _utf8(value[:-1], "a PAX path")
-    if "size" in found and not found["size"].isdigit():
-        raise BadArchive("not a docker save archive (a PAX size that is not a number)")
+            found[key.decode()] = _utf8(value[:-1], "a PAX path", errors)
+        elif key.startswith(b"GNU.sparse."):
+            found["sparse"] = "1"
+    if "size" in found and not SIZE.fullmatch(found["size"]):
+        raise BadArchive("not a docker save archive (a PAX size that is not a number of bytes)")
     return found
 
 
-def _utf8(data: bytes, what: str) -> str:
+def _utf8(data: bytes, what: str, errors: str = "strict") -> str:
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors)
     except UnicodeDecodeError:
         raise BadArchive(f"{what} in the archive is not UTF-8") from None
 
@@ -228,10 +272,10 @@ def _check_name(name: str) -> None:
         raise BadArchive(f"the archive holds {name[:120]!r}, which no docker save archive holds")
 
 
-def _kind(info: tarfile.TarInfo) -> str:
+def _kind(type: bytes) -> str:
     kinds = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE: "a device",
-             tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO", tarfile.GNUTYPE_SPARSE: "a sparse file"}
-    return kinds.get(info.type, f"an entry of type {info.type!r}")
+             tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO"}
+    return kinds.get(type, f"an entry of type {type!r}")
 
 
 def _store(stream: _Counted, size: int, path: Path) -> _Stored:
@@ -267,11 +311,14 @@ def _skip_padding(stream: _Counted, size: int) -> None:
 # --- rebuilding: the image's config and layers under a manifest the runner writes -------------------
 
 
-def _rebuild(stored: dict[str, _Stored], target: Path) -> ArchiveImage:
+def _rebuild(stored: dict[str, _Stored], target: Path, max_bytes: int) -> ArchiveImage:
     entry = _manifest_entry(stored)
     config = _named(stored, entry["Config"], "its config")
     layers = [_named(stored, name, "a layer") for name in entry["Layers"]]
     _check_config(config, len(layers))
+    budget = max_bytes
+    for layer in dict.fromkeys(layers):  # what the engine will write to its disk, each layer once
+        budget -= _layer_bytes(layer.path, budget)
     manifest = [{"Config": _blob(config), "RepoTags": [], "Layers": [_blob(layer) for layer in layers]}]
     with tarfile.open(target, "w", format=tarfile.PAX_FORMAT) as out:
         _add(out, MANIFEST, json.dumps(manifest).encode())

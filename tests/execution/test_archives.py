@@ -21,7 +21,17 @@ from runner.execution.archives import EXPANSION_MAX, HEADER_MAX, BadArchive, san
 from tests.helpers import REPO
 
 MiB = 1024**2
-LAYER = b"a layer's bytes"
+def layer_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as layer:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            layer.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+LAYER = layer_of({"opt/algorithm/run.py": b"print('hello')\n"})
 CONFIG = json.dumps({"rootfs": {"type": "layers", "diff_ids": ["sha256:" + "d" * 64]}}).encode()
 CONFIG_SHA = hashlib.sha256(CONFIG).hexdigest()
 V1 = "e" * 64
@@ -146,6 +156,31 @@ def test_a_sparse_member_is_refused(tmp_path):
     block[148:156] = b" " * 8
     block[148:155] = f"{sum(block):06o}\0".encode()
     assert refusal(tmp_path, bytes(block) + sparse[512:]).startswith(f"'{V1}/layer.tar' is a sparse file")
+
+
+def with_size_field(data: bytes, field: bytes) -> bytes:
+    """The first header of a tar with its 12-byte size field replaced, its checksum made right again."""
+    block = bytearray(data[:512])
+    block[124:136] = field
+    block[148:156] = b" " * 8
+    block[148:155] = f"{sum(block):06o}\0".encode()
+    return bytes(block) + data[512:]
+
+
+@pytest.mark.parametrize("field", [b"\xff" * 12, b"\xff" * 11 + b"\xfe"], ids=["-1", "-2"])
+def test_a_negative_size_is_refused_before_any_read(tmp_path, field):
+    """A base-256 size of -1 made the reader read everything at once (6 GiB resident for a 3 MB gzip)."""
+    sent = with_size_field(tar_of(entry(f"{V1}/layer.tar", b"x" * 600)), field)
+    assert refusal(tmp_path, gzip.compress(sent + bytes(1024 * 1024))) == (
+        f"'{V1}/layer.tar' has a negative size: not a docker save archive")
+
+
+@pytest.mark.parametrize("size", ["²", "9" * 5000, "-5", "12a"])
+def test_a_pax_size_that_is_no_number_of_bytes_is_refused(tmp_path, size):
+    header = tarfile.TarInfo(f"{V1}/layer.tar")
+    header.pax_headers = {"size": size}
+    data = tar_of((header, b""))
+    assert refusal(tmp_path, data) == "not a docker save archive (a PAX size that is not a number of bytes)"
 
 
 def pax_bomb(claimed: int, compressed_to: int) -> bytes:
@@ -289,3 +324,28 @@ def test_trusted_images_are_run_and_built_by_id_never_by_tag(engine, docker_clie
     docker_client.images.get(tiny_image).tag(repository, name, force=True)  # as an attacker once could
     assert engine.build(tmp_path, name="challenge-test/trusted", base=base_image) == built
     assert engine.ensure_base() == base_image and engine.keeper_image == base_image
+
+
+def sparse_layer(apparent: int) -> bytes:
+    """A layer holding one file that is all hole: a few KB of tar, `apparent` bytes once unpacked."""
+    header = tarfile.TarInfo("opt/weights.bin")
+    header.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "opt/weights.bin",
+                          "GNU.sparse.realsize": str(apparent)}
+    return tar_of((header, b""))
+
+
+def archive_with_layer(layer: bytes) -> bytes:
+    config = json.dumps({"rootfs": {"type": "layers", "diff_ids": ["sha256:" + "d" * 64]}}).encode()
+    digest = hashlib.sha256(config).hexdigest()
+    body = [{"Config": f"{digest}.json", "RepoTags": None, "Layers": [f"{V1}/layer.tar"]}]
+    return tar_of(entry(f"{V1}/layer.tar", layer), entry(f"{digest}.json", config),
+                  entry("manifest.json", json.dumps(body).encode()))
+
+
+def test_a_layer_is_refused_by_what_it_unpacks_to(tmp_path):
+    """A 20 KB archive whose layer held one sparse file made the engine write 2 GiB; one whose files add up
+    past the cap is refused too, before the engine writes any of them."""
+    assert refusal(tmp_path, archive_with_layer(sparse_layer(2 * 1024**3))) == (
+        "a layer holds a sparse file (opt/weights.bin); an image's files are unpacked whole")
+    zeros = gzip.compress(layer_of({"opt/weights.bin": bytes(5 * MiB)}))  # 5 KB sent, 5 MiB unpacked
+    assert refusal(tmp_path, archive_with_layer(zeros), max_bytes=4 * MiB) == "the image unpacks to more than 4 MiB"
