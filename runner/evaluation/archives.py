@@ -27,15 +27,16 @@ import ipaddress
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pyrage
-import requests
-import urllib3
 
 from runner.evaluation.failures import RunnerError, SubmissionFailure
 from runner.execution.archives import BadArchive
@@ -45,8 +46,10 @@ from runner.tree.sealing import Identity
 
 ENV_RUNNER_KEY = "CHALLENGE_RUNNER_KEY"
 CHUNK = 1024 * 1024
-CONNECT_TIMEOUT_S = 10
+DOWNLOADER = "runner.evaluation.download"  # each request, in a process of its own (see there)
+POLL_S = 0.5  # how often the runner looks at a download's progress
 MAX_REDIRECTS = 5
+MAX_FAILED_TRIES = 6  # tries in a row without progress (each run of the queue makes up to 3)
 RETRY_STATUSES = (408, 425, 429)  # the server asks to come back later
 
 
@@ -77,15 +80,47 @@ def archive_image(archive: ImageArchive, *, submission: str, executor: Executor,
         if known:
             return known
         part = folder / f"{key}.part"
-        fetch(archive.url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace)
+        _fetched(archive.url, part, tries=folder / f"{key}.tries", max_bytes=max_bytes, allow_local=allow_local,
+                 pace=pace)
         _verify(part, archive.sha256)
         try:
-            image_id = _load(_decrypted(part, keys) if archive.encrypted else part, executor, max_bytes=max_bytes)
+            source = part
+            if archive.encrypted:
+                source = _decrypted(part, keys)
+                part.unlink()  # one copy on the runner's disk at a time
+            image_id = _load(source, executor, max_bytes=max_bytes)
         finally:
             part.unlink(missing_ok=True)
             part.with_suffix(".tar").unlink(missing_ok=True)
         (folder / f"{key}.image").write_text(image_id)
         return image_id
+
+
+def _fetched(url: str, part: Path, *, tries: Path, max_bytes: int, allow_local: bool, pace: Pace) -> None:
+    """`fetch`, counting the tries that failed for reasons that are the runner's to retry (no answer, a
+    5xx, a cut) without a byte of progress: past MAX_FAILED_TRIES it is the submission's failure, so no
+    address that never answers keeps a submission pending for ever."""
+    before = _size(part)
+    try:
+        fetch(url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace)
+    except RunnerError as exc:
+        if not exc.transient:
+            raise
+        failed = 1 if _size(part) > before else _count(tries) + 1
+        tries.write_text(str(failed))
+        if failed >= MAX_FAILED_TRIES:
+            tries.unlink()
+            raise SubmissionFailure(f"Image archive could not be downloaded in {failed} tries without progress "
+                                    f"(the last: {exc}); host it where the runner can reach it") from None
+        raise
+    tries.unlink(missing_ok=True)
+
+
+def _count(tries: Path) -> int:
+    try:
+        return int(tries.read_text())
+    except (OSError, ValueError):
+        return 0
 
 
 @contextlib.contextmanager
@@ -113,8 +148,8 @@ def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace
         return
     started = time.monotonic()
     for _ in range(MAX_REDIRECTS + 1):
-        _check_host(url, allow_local=allow_local)
-        redirect = _download(url, part, max_bytes=max_bytes, pace=pace, started=started)
+        address = _checked_address(url, allow_local=allow_local)
+        redirect = _download(url, address, part, max_bytes=max_bytes, pace=pace, started=started)
         if redirect is None:
             return
         url = urljoin(url, redirect)
@@ -129,8 +164,9 @@ def _copy_local(source: Path, part: Path, *, max_bytes: int) -> None:
     shutil.copyfile(source, part)
 
 
-def _check_host(url: str, *, allow_local: bool) -> None:
-    """Refuse an address on the runner's own networks: the URL is the participant's to choose."""
+def _checked_address(url: str, *, allow_local: bool) -> str:
+    """The address the download goes to, once checked: never one of the runner's own networks (the URL is
+    the participant's to choose), and never looked up again (see `download`)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubmissionFailure(f"Image archive: {url!r} is not an http:// or https:// address")
@@ -141,91 +177,86 @@ def _check_host(url: str, *, allow_local: bool) -> None:
             raise SubmissionFailure(f"Image archive could not be downloaded: host {parts.hostname} not found") from None
         raise RunnerError(f"Image archive: the runner could not look up {parts.hostname} ({exc.strerror})",
                           transient=True) from None
-    addresses = {ipaddress.ip_address(info[4][0]) for info in found}
+    addresses = [ipaddress.ip_address(info[4][0]) for info in found]
     if not allow_local and any(not address.is_global for address in addresses):
         raise SubmissionFailure(f"Image archive: {parts.hostname} is a private or local address; "
                                 "host the archive where the internet can reach it")
+    return str(addresses[0])
 
 
-def _download(url: str, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
-    """Fetch into `part` (resuming); the redirect target if the server answered with one."""
+def _download(url: str, address: str, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
+    """One request into `part` (resuming what is there), made by a child process the runner stops when it
+    falls below `pace`; the redirect target if the server answered with one."""
     have = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
+    ask = {"url": url, "address": address, "part": str(part), "offset": have, "max_bytes": max_bytes}
+    child = subprocess.Popen([sys.executable, "-m", DOWNLOADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
     try:
-        with requests.get(url, headers=headers, stream=True, timeout=(CONNECT_TIMEOUT_S, pace.window_s),
-                          allow_redirects=False) as response:
-            if response.is_redirect:
-                return response.headers.get("Location")
-            if response.status_code == 416 and have:  # nothing after what we have: complete
-                return None
-            _check_status(response, url)
-            _check_length(response, have, max_bytes)
-            _save(response, part, append=response.status_code == 206, max_bytes=max_bytes,
-                  pace=pace, started=started)
-    except (requests.RequestException, urllib3.exceptions.ProtocolError) as exc:
-        raise RunnerError(f"Image archive: the runner could not download {url} ({type(exc).__name__}); "
-                          "it resumes on the next try", transient=True) from None
-    return None
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps(ask))
+        child.stdin.close()
+        if not _paced(child, part, pace, started):
+            raise SubmissionFailure(f"Image archive downloaded too slowly: this runner needs at least "
+                                    f"{pace.describe()}; host it where it downloads faster")
+        answer = json.loads(child.stdout.read() or "{}")
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+    return _answered(answer, url, have=have, max_bytes=max_bytes)
 
 
-def _check_status(response: requests.Response, url: str) -> None:
-    status = response.status_code
-    if status in (200, 206):
-        return
-    why = f"HTTP {status} ({response.reason}) from {urlsplit(url).hostname}"
-    if status >= 500 or status in RETRY_STATUSES:
-        raise RunnerError(f"Image archive could not be downloaded now: {why}", transient=True)
-    raise SubmissionFailure(f"Image archive could not be downloaded: {why}")
-
-
-def _check_length(response: requests.Response, have: int, max_bytes: int) -> None:
-    length = response.headers.get("Content-Length", "")
-    offset = have if response.status_code == 206 else 0
-    if length.isdigit() and offset + int(length) > max_bytes:
-        raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
-
-
-def _save(response: requests.Response, part: Path, *, append: bool, max_bytes: int, pace: Pace,
-          started: float) -> None:
-    """Append what arrives to `part`, as it arrives (never waiting for a whole chunk: a trickle is seen
-    as one), at the pace `pace` asks; a connection that ends early keeps what came (the next try
-    resumes there) and is the runner's network's problem, not the submission's."""
-    response.raw.enforce_content_length = False  # a short body is written, then found short below
-    expected = response.headers.get("Content-Length", "")
-    with open(part, "ab" if append else "wb") as out:
-        start = out.tell()
-        for chunk in _paced(response, pace, started):
-            out.write(chunk)
-            if out.tell() > max_bytes:
-                out.close()
-                part.unlink()
-                raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
-        received = out.tell() - start
-    if expected.isdigit() and received < int(expected):
-        raise requests.ConnectionError(f"the connection ended after {received} of {expected} bytes")
-
-
-def _paced(response: requests.Response, pace: Pace, started: float) -> Iterator[bytes]:
-    """The body as it arrives, refused (a failed result, never a job held for hours) once it falls
-    below the pace: too few bytes in a window, nothing at all for a window, or past the deadline."""
-    window, got = time.monotonic(), 0
-    too_slow = SubmissionFailure(f"Image archive downloaded too slowly: this runner needs at least "
-                                 f"{pace.describe()}; host it where it downloads faster")
+def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float) -> bool:
+    """Whether the request ended before falling below the pace: the part file grew by at least
+    `min_rate` a second over every window (headers, a slow handshake, a silence count as nothing) and
+    all was done by the deadline. Otherwise the child is stopped."""
+    window, grown_from = time.monotonic(), _size(part)
     while True:
         try:
-            chunk = response.raw.read1(CHUNK, decode_content=True)
-        except urllib3.exceptions.ReadTimeoutError:  # nothing for a whole window
-            raise too_slow from None
-        if not chunk:
-            return
-        yield chunk
-        now, got = time.monotonic(), got + len(chunk)
+            child.wait(timeout=min(POLL_S, pace.window_s))
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
         if now - started > pace.deadline_s:
-            raise too_slow
+            return False
         if now - window >= pace.window_s:
-            if got < pace.min_rate * (now - window):
-                raise too_slow
-            window, got = now, 0
+            size = _size(part)
+            if size - grown_from < pace.min_rate * (now - window):
+                return False
+            window, grown_from = now, size
+
+
+def _size(part: Path) -> int:
+    try:
+        return part.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _answered(answer: dict[str, Any], url: str, *, have: int, max_bytes: int) -> str | None:
+    """What the child's answer means: the redirect's target, None when the part is complete, or whose
+    failure it was (the submission's: a refusal, too large; the runner's network's: no answer, cut short)."""
+    host = urlsplit(url).hostname
+    status = answer.get("status")
+    if status in (301, 302, 303, 307, 308) and answer.get("location"):
+        return str(answer["location"])
+    if status == 416 and have:  # nothing after what we have: complete
+        return None
+    if status is not None and status not in (200, 206):
+        why = f"HTTP {status} ({answer.get('reason') or ''}) from {host}"
+        if status >= 500 or status in RETRY_STATUSES:
+            raise RunnerError(f"Image archive could not be downloaded now: {why}", transient=True)
+        raise SubmissionFailure(f"Image archive could not be downloaded: {why}")
+    length = str(answer.get("length") or "")
+    offset = have if status == 206 else 0
+    if answer.get("too_large") or (length.isdigit() and offset + int(length) > max_bytes):
+        raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
+    if "error" in answer or (length.isdigit() and answer.get("received", 0) < int(length)):
+        why = answer.get("error") or f"the connection ended after {answer.get('received')} of {length} bytes"
+        raise RunnerError(f"Image archive: the runner could not download {url} ({why}); it resumes on the next "
+                          "try", transient=True)
+    return None
 
 
 def _verify(path: Path, sha256: str) -> None:

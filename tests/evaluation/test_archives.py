@@ -17,6 +17,7 @@ import pyrage
 import pytest
 
 from runner.errors import Retry
+from runner.evaluation import download
 from runner.evaluation.archives import Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
@@ -34,14 +35,24 @@ class Server:
     def __init__(self, folder: Path):
         self.folder, self.requests, self.cut_once_at = folder, [], None
         self.trickle_s: float | None = None  # then it sends one byte every this many seconds (0: never one)
+        self.headers_trickle_s: float | None = None  # then its status line and headers come a byte at a time
+        self.answer: int | None = None  # then it answers every request with this status
+        self.seen: list[dict[str, str]] = []  # each request's headers
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.requests.append((self.path, self.headers.get("Range")))
+                server.seen.append(dict(self.headers))
+                if server.headers_trickle_s is not None:
+                    for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"x" * 10**6:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(server.headers_trickle_s)
+                    return
                 path = server.folder / self.path.lstrip("/")
-                if not path.is_file():
-                    self.send_error(404)
+                if server.answer is not None or not path.is_file():
+                    self.send_error(server.answer or 404)
                     return
                 data = path.read_bytes()
                 start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
@@ -217,6 +228,49 @@ def test_a_trickling_server_is_a_failed_result_within_the_pace(fake_world, serve
     assert store.results(CHALLENGE, PHASE)[0].error == (
         "Image archive downloaded too slowly: this runner needs at least 1 KiB/s over every 1 s, and 5 s in all; "
         "host it where it downloads faster")
+
+
+def test_headers_that_never_end_are_held_to_the_pace_too(fake_world, server):
+    """A socket timeout bounds each read, not the whole: one header byte at a time once held the runner for
+    as long as the server liked. The request runs in a process the runner stops."""
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    server.headers_trickle_s = 0.05
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    started = time.monotonic()
+    store, _ = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True,
+                                                 download_pace=Pace(min_rate=1024, window_s=1.0, deadline_s=5.0)))
+    assert time.monotonic() - started < 5
+    assert store.results(CHALLENGE, PHASE)[0].error.startswith("Image archive downloaded too slowly")
+
+
+def test_an_address_that_keeps_failing_is_a_failed_result_in_the_end(fake_world, server, tmp_path):
+    """A 503 (or no answer) is the runner's to try again, never for ever: after tries without progress
+    the submission fails with the last reason, and can be run again."""
+    repo, fake, data, _ = fake_world
+    server.answer = 503
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", "0" * 64)
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache")
+    store, reports = run_fake(repo, fake, config)
+    assert reports[0].status == "error" and "HTTP 503" in reports[0].detail  # this run: left pending
+    store, reports = run_fake(repo, fake, config)
+    assert [r.status for r in reports] == ["failed"]
+    assert store.results(CHALLENGE, PHASE)[0].error == (
+        "Image archive could not be downloaded in 6 tries without progress (the last: Image archive could not be "
+        "downloaded now: HTTP 503 (Service Unavailable) from 127.0.0.1); host it where the runner can reach it")
+    assert len(server.requests) == 6
+
+
+def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server, tmp_path):
+    """No content coding (a gzip'd body would unpack past the archive's limits), and no second look-up
+    of the name (one that answers a public address first and the runner's own next)."""
+    (server.folder / "algo.tar").write_bytes(b"archive bytes")
+    port = server.url.rpartition(":")[2]
+    answer = download.request(url=f"http://no-such-host.invalid:{port}/algo.tar", address="127.0.0.1",
+                              part=str(tmp_path / "algo.part"), offset=0, max_bytes=10**6)
+    assert answer["status"] == 200 and (tmp_path / "algo.part").read_bytes() == b"archive bytes"
+    assert server.seen[0]["Host"] == f"no-such-host.invalid:{port}"
+    assert server.seen[0]["Accept-Encoding"] == "identity"
 
 
 def test_a_rivals_hash_with_another_url_gets_neither_their_download_nor_their_image(fake_world, server, tmp_path):
