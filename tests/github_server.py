@@ -190,7 +190,9 @@ class FakeGitHub:
             ("GET", r"/issues/(\d+)/labels", lambda n: (200, [{"name": x} for x in self.pulls[n].labels])),
             ("POST", r"/issues/(\d+)/labels", lambda n: self._label(self.pulls[n], body)),
             ("DELETE", r"/issues/(\d+)/labels/(.+)", lambda n, name: self._unlabel(self.pulls[n], name)),
-            ("GET", r"/contents/(.+)", lambda p: self._content(p, query.get("ref", ["main"])[0])),
+            ("GET", r"/git/commits/([0-9a-f]{40})", lambda sha: self._git_commit(sha)),
+            ("GET", r"/git/trees/([0-9a-f]{40})", lambda sha: self._git_tree(sha)),
+            ("GET", r"/git/blobs/([0-9a-f]{40})", lambda sha: self._git_blob(sha)),
             ("GET", r"/commits/([0-9a-f]{40})",
              lambda sha: (200, {"sha": sha, "url": f"{self.url}{prefix}/commits/{sha}"})),
             ("GET", r"/commits/([0-9a-f]{40})/pulls", lambda sha: (200, [self.pull_json(p) for p in self.pulls.values()
@@ -229,17 +231,40 @@ class FakeGitHub:
         pull.labels.remove(name)
         return 200, [{"name": n} for n in pull.labels]
 
-    def _content(self, path: str, ref: str) -> tuple[int, dict]:
-        mode = git(self.origin, "ls-tree", ref, "--", path).split(" ", 1)[0]
-        if not mode:
+    # --- git's own objects, as GitHub's git data API serves them ------------------------------------
+
+    def _object(self, sha: str, kind: str) -> bytes | None:
+        found = subprocess.run(["git", "cat-file", "-t", sha], cwd=self.origin, capture_output=True, text=True)
+        if found.returncode or found.stdout.strip() != kind:
+            return None
+        return subprocess.run(["git", "cat-file", kind, sha], cwd=self.origin, capture_output=True, check=True).stdout
+
+    def _git_commit(self, sha: str) -> tuple[int, dict]:
+        if self._object(sha, "commit") is None:
             return 404, {"message": "Not Found"}
-        data = subprocess.run(["git", "cat-file", "blob", f"{ref}:{path}"], cwd=self.origin, capture_output=True,
-                              check=True).stdout
-        entry = {"path": path, "name": path.rsplit("/", 1)[-1], "size": len(data), "sha": "0" * 40,
-                 "url": f"{self.url}/repos/{OWNER_REPO}/contents/{path}"}
-        if mode == "120000":  # as GitHub answers for a link leading out of the repository
-            return 200, {**entry, "type": "symlink", "target": data.decode()}
-        return 200, {**entry, "type": "file", "encoding": "base64", "content": base64.b64encode(data).decode()}
+        tree = git(self.origin, "rev-parse", f"{sha}^{{tree}}")
+        return 200, {"sha": sha, "url": f"{self.url}/repos/{OWNER_REPO}/git/commits/{sha}",
+                     "tree": {"sha": tree, "url": f"{self.url}/repos/{OWNER_REPO}/git/trees/{tree}"}}
+
+    def _git_tree(self, sha: str) -> tuple[int, dict]:
+        if self._object(sha, "tree") is None:
+            return 404, {"message": "Not Found"}
+        entries = []
+        for line in git(self.origin, "ls-tree", "-z", sha).split("\0"):
+            if line:
+                meta, name = line.split("\t", 1)
+                mode, kind, oid = meta.split()
+                entries.append({"path": name, "mode": mode, "type": kind, "sha": oid,
+                                "url": f"{self.url}/repos/{OWNER_REPO}/git/{kind}s/{oid}"})
+        return 200, {"sha": sha, "url": f"{self.url}/repos/{OWNER_REPO}/git/trees/{sha}", "tree": entries,
+                     "truncated": False}
+
+    def _git_blob(self, sha: str) -> tuple[int, dict]:
+        data = self._object(sha, "blob")
+        if data is None:
+            return 404, {"message": "Not Found"}
+        return 200, {"sha": sha, "size": len(data), "encoding": "base64", "content": base64.b64encode(data).decode(),
+                     "url": f"{self.url}/repos/{OWNER_REPO}/git/blobs/{sha}"}
 
 
 def _handler(hub: FakeGitHub) -> type[BaseHTTPRequestHandler]:

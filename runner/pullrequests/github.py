@@ -8,14 +8,17 @@ GitHub rate-limits (403 with X-RateLimit-Remaining: 0, 429, secondary limits) an
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import requests
 from github import Auth, Github, GithubException
+from github.GitTreeElement import GitTreeElement
 from github.Repository import Repository
 
 from runner.errors import ChallengeError, Retry
@@ -24,6 +27,7 @@ from runner.pullrequests.rules import Change
 API_URL = "https://api.github.com"
 ENV_TOKEN, ENV_API_URL, ENV_REPOSITORY = "GITHUB_TOKEN", "GITHUB_API_URL", "GITHUB_REPOSITORY"
 T = TypeVar("T")
+REGULAR = ("100644", "100755")  # git's modes of a regular file (a link is 120000, a submodule 160000)
 
 
 class GitHubError(ChallengeError):
@@ -56,6 +60,7 @@ class GitHub:
         self.repository, self.retry, self.log = repository, retry, log
         # Lazy: objects load on first use. No repository: a client for users only (GitHub.users).
         self._repository = self._client.get_repo(repository) if repository else None
+        self._trees: dict[str, dict[str, GitTreeElement]] = {}  # a git tree's entries, by the tree's SHA
 
     def _repo(self) -> Repository:
         if self._repository is None:
@@ -93,12 +98,30 @@ class GitHub:
         return self._call(f"listing the files of pull request #{number}", read)
 
     def content(self, path: str, ref: str) -> bytes | None:
-        """A regular file's bytes at `ref`; None for anything else (GitHub reports a link leaving the
-        repository as a symlink, and follows one that stays inside)."""
+        """A regular file's bytes at commit `ref`; None for a link, a submodule or nothing. Read through git's
+        own objects (the commit's trees give each entry's mode), never the contents API, which follows a
+        link that stays inside the repository and answers with the target's bytes as though they were
+        the file's: a submission that is a link to another participant's would pass as its own."""
         def read() -> bytes | None:
-            found = self._repo().get_contents(path, ref=ref)
-            return found.decoded_content if not isinstance(found, list) and found.type == "file" else None
+            entry = self._entry(self._repo().get_git_commit(ref).tree.sha, PurePosixPath(path).parts)
+            if entry is None or entry.type != "blob" or entry.mode not in REGULAR:
+                return None
+            return base64.b64decode(self._repo().get_git_blob(entry.sha).content)
         return self._call(f"reading {path} at {ref[:12]}", read)
+
+    def _entry(self, tree: str, parts: tuple[str, ...]) -> GitTreeElement | None:
+        """The tree entry at `parts` below `tree`, one folder at a time (a recursive tree of a large
+        repository is truncated), each folder read once per client."""
+        for depth, part in enumerate(parts):
+            if tree not in self._trees:
+                self._trees[tree] = {e.path: e for e in self._repo().get_git_tree(tree).tree}
+            entry = self._trees[tree].get(part)
+            if entry is None or depth == len(parts) - 1:
+                return entry
+            if entry.type != "tree":
+                return None
+            tree = entry.sha
+        return None
 
     def merge(self, number: int, *, sha: str, title: str, message: str = "") -> str:
         """Squash-merge exactly commit `sha` (GitHub refuses if the head moved); the merge commit's SHA.

@@ -22,8 +22,10 @@ from runner.errors import ChallengeError
 from runner.tree.located import ORGANIZER, Document, ModelError, load_yaml
 
 WORKFLOWS = Path(".github", "workflows")
-# GitHub-hosted runners' labels: ubuntu-latest, ubuntu-24.04, ubuntu-24.04-arm, windows-2025, macos-15, ...
-HOSTED = re.compile(r"(ubuntu|windows|macos)-[a-z0-9][a-z0-9.-]*")
+# The labels of GitHub's standard hosted runners, and no other: a self-hosted runner may carry any label,
+# `ubuntu-gpu` too. (An organization's larger runners have names of its own: run them in the runner repository.)
+HOSTED = re.compile(r"ubuntu-(latest|slim|\d\d\.\d\d)(-arm)?|windows-(latest|\d{4}|11)(-arm)?"
+                    r"|macos-(latest|\d\d)(-large|-xlarge|-intel)?")
 REPOSITORY = re.compile(r"(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})/(?P<name>(?!\.\.?$)[A-Za-z0-9._-]{1,100})")
 TEMPLATE = Path(__file__).parent / "runner_repository"
 # What the runner repository holds, and where each file comes from in TEMPLATE.
@@ -33,7 +35,7 @@ RUNNER_FILES = {Path(".github", "workflows", "evaluate.yml"): "workflows/evaluat
 
 def workflow_files(root: Path) -> list[Path]:
     folder = root / WORKFLOWS
-    return sorted(p for p in folder.glob("*") if p.suffix in (".yml", ".yaml") and p.is_file())
+    return sorted(p for p in folder.glob("*") if p.suffix.lower() in (".yml", ".yaml") and p.is_file())
 
 
 def self_hosted_problems(root: Path) -> list[ModelError]:

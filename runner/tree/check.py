@@ -233,8 +233,9 @@ class _Checker:
         shared = shared_images(self.submissions)
         for submission in self.submissions:
             if others := shared.get(submission.key):
+                field = "image_archive" if submission.image_archive else "image"
                 self.report.warnings.append(load_yaml(submission.path).error(
-                    ("image",), f"the same image was also submitted by {describe(others, self.store.root)}"))
+                    (field,), f"the same image was also submitted by {describe(others, self.store.root)}"))
 
     def exclusions(self, path: Path) -> None:
         slug, phase = path.parent.parent.name, path.stem

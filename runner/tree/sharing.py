@@ -2,8 +2,10 @@
 two accounts, which organizers decide on (an exclusion, a team), so it is flagged, never refused.
 
 One image is one digest, whatever name it was pushed under (`ghcr.io/a/x@sha256:D` and
-`docker.io/b/y@sha256:D` are the same bytes), or one local image ID. `challenge check` warns with
-`shared_images` over the submissions it read; the pull-request review notes it with `same_image`.
+`docker.io/b/y@sha256:D` are the same bytes), or one local image ID; one image archive is one
+sha256, wherever it is hosted (a participant can copy another's URL and hash, an archive encrypted
+to the runner's key included). `challenge check` warns with `shared_images` over the submissions it
+read; the pull-request review notes it with `same_image`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,19 @@ def image_identity(ref: str) -> str | None:
     return found.group(0) if found else None
 
 
+def algorithm_identity(submission: Submission) -> str | None:
+    """What names the submitted algorithm's content: its image's digest, or its archive's sha256."""
+    if submission.image_archive is not None:
+        return f"image archive sha256:{submission.image_archive.sha256}"
+    return image_identity(submission.image or "")
+
+
 def shared_images(submissions: Iterable[Submission]) -> dict[str, list[Submission]]:
     """For each submission whose image another participant of the same challenge also submitted:
     its key -> those other participants' submissions (participants compared without case)."""
     groups: dict[tuple[str, str], list[Submission]] = defaultdict(list)
     for submission in submissions:
-        identity = image_identity(submission.image or "")
+        identity = algorithm_identity(submission)
         if identity:
             groups[(submission.challenge, identity)].append(submission)
     shared: dict[str, list[Submission]] = {}
@@ -44,10 +53,10 @@ def shared_images(submissions: Iterable[Submission]) -> dict[str, list[Submissio
 def same_image(store: Store, submission: Submission) -> list[Submission]:
     """Other participants' submissions in the submission's challenge that name the same image. Files
     not holding the digest's text are skipped unread, so a large challenge costs little."""
-    identity = image_identity(submission.image or "")
+    identity = algorithm_identity(submission)
     if identity is None:
         return []
-    needle = identity.removeprefix("sha256:").encode()
+    needle = identity.rpartition("sha256:")[2].encode()
     found = [submission]
     for path in store.submission_paths(submission.challenge):
         if path.resolve() != submission.path.resolve() and needle in _bytes(path):

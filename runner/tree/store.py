@@ -73,7 +73,7 @@ class Store:
 
     def submission(self, path: Path) -> Submission:
         """Load a submission file; its place in the tree gives challenge, phase and participant."""
-        path = path.resolve()
+        path = path.absolute().parent.resolve() / path.name  # the file itself, never what it may link to
         try:
             slug, kind, phase, participant, _ = path.relative_to(self.base).parts
         except ValueError:

@@ -322,3 +322,21 @@ def test_teams_and_registrations_errors_name_file_and_line(tmp_path):
     registration.write_text("name: Alice\naccept_rules: true\nemail: a@b.c\n")
     with pytest.raises(ModelError, match=r"alice.yml:3: email: unknown field"):
         load_registration(registration)
+
+
+def test_a_submission_linking_to_another_participants_file_is_refused(github, repo):
+    """GitHub's contents API follows a link that stays inside the repository and answers with the target's
+    bytes: read so, mallory's link to alice's submission passed as mallory's own. Read through git's trees."""
+    line = refused(github, repo, {sub("mallory"): Link("../alice/v1.yml")}, author="mallory")
+    assert line == f"{sub('mallory')}: must be a regular file, not a symbolic link or submodule"
+
+
+def test_the_runner_never_reads_a_submission_through_a_link(repo):
+    (repo / sub("alice")).parent.mkdir(parents=True, exist_ok=True)
+    (repo / sub("alice")).write_text(text())
+    (repo / sub("mallory")).parent.mkdir(parents=True)
+    (repo / sub("mallory")).symlink_to("../alice/v1.yml")
+    store = Store(repo)
+    with pytest.raises(ModelError, match="must be a regular file, not a symbolic link"):
+        store.submission(repo / sub("mallory"))
+    assert [s.participant for s in store.pending()] == ["alice"]

@@ -55,6 +55,19 @@ def test_the_same_image_from_another_participant_is_noted_not_refused(github, re
     assert "**For the organizers** (this does not stop the submission)" in body and f"alice ({sub('alice')})" in body
 
 
+def test_another_participants_archive_is_noted_whatever_its_address(github, repo):
+    """An archive encrypted to the runner's key is confidential, yet its URL and sha256 are public: copied,
+    it would run under another name. The organizers are told, as for an image."""
+    archive = f"image_archive:\n  url: https://{{host}}/algo.tar.age\n  sha256: '{'e' * 64}'\n  encrypted: true\n"
+    path = repo / sub("alice")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"phase: {PHASE}\n" + archive.format(host="alice.example"))
+    outcome, pull = judge(github, repo, "bob", {sub("bob"): f"phase: {PHASE}\n" + archive.format(host="bob.example")})
+    assert outcome.verdict.ok and NOTE_LABEL in pull.labels
+    assert outcome.verdict.notes[0].startswith(f"the same image (image archive sha256:{'e' * 64}) was also "
+                                               f"submitted by alice ({sub('alice')})")
+
+
 def test_a_participants_own_images_and_other_images_are_not_noted(github, repo):
     write_submission(repo, "bob", "v1", SAME)  # bob's own earlier submission
     write_submission(repo, "carol", "v1", "ghcr.io/carol/x@sha256:" + "c" * 64)

@@ -207,6 +207,8 @@ def test_runner_repo_refuses_to_overwrite_and_to_take_a_name_that_is_no_reposito
     ("[self-hosted, gpu]", "'self-hosted' is not a GitHub-hosted runner"),
     ("gpu", "'gpu' is not a GitHub-hosted runner"),
     ("[ubuntu-latest, gpu]", "'gpu' is not a GitHub-hosted runner"),
+    ("ubuntu-gpu", "'ubuntu-gpu' is not a GitHub-hosted runner"),  # a self-hosted label may look like one
+    ("windows-selfhosted.gpu", "'windows-selfhosted.gpu' is not a GitHub-hosted runner"),
     ("{group: gpus, labels: [linux]}", "names a runner group or labels, which may hold self-hosted runners"),
     ("${{ github.event.inputs.where }}", "cannot be checked (an expression)"),
 ])
@@ -219,8 +221,12 @@ def test_check_refuses_a_workflow_that_names_a_self_hosted_runner(repo, capsys, 
     assert f"{path}:4: jobs.take.runs-on: " in printed and message in printed
     assert "evaluations run from the private runner repository (`challenge runner-repo`)" in printed
     assert main(["--root", str(repo), "check", str(path)]) == 1
-    path.write_text("on: pull_request\njobs:\n  take:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: id\n")
-    assert main(["--root", str(repo), "check"]) == 0
+    for label in ("ubuntu-24.04", "ubuntu-24.04-arm", "windows-2025", "macos-15-xlarge", "ubuntu-latest"):
+        path.write_text(f"on: pull_request\njobs:\n  take:\n    runs-on: {label}\n    steps:\n      - run: id\n")
+        assert main(["--root", str(repo), "check"]) == 0, label
+    path.rename(path.with_suffix(".YML"))
+    path.with_suffix(".YML").write_text("on: pull_request\njobs:\n  take:\n    runs-on: gpu\n")
+    assert main(["--root", str(repo), "check"]) == 1
 
 
 def test_an_installed_package_writes_the_runner_repository(tmp_path):
