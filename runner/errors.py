@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Unicode's control, format, surrogate and unassigned characters (U+FFFF, which XML refuses), and its line
+# and paragraph separators: invisible or line-breaking wherever they are shown.
+HIDDEN = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
 
 
 class ChallengeError(Exception):
@@ -63,12 +67,19 @@ class Retry:
 
 def printable(text: str, limit: int = 1000) -> str:
     """A participant's text (a file name a container wrote, a line it printed) as one line that any
-    record, page or terminal takes: bytes that were not UTF-8 (kept by Python as surrogate escapes)
-    and control characters (newlines, terminal escapes) shown as \\xNN, at most `limit` characters.
-    A lone surrogate written to a result once made it JSON that no reader accepted."""
+    record, page, feed or terminal takes: bytes that were not UTF-8 (kept by Python as surrogate escapes),
+    control and format characters (newlines, terminal escapes, bidi overrides), line separators and
+    noncharacters shown as \\xNN or \\uNNNN, at most `limit` characters. A lone surrogate written to a
+    result once made JSON that no reader accepted."""
     try:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate no byte stands for (JSON's \\ud800): shown by its code
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    text = CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    text = CONTROL.sub(_escaped, text) if text.isascii() else "".join(
+        _escaped(char) if unicodedata.category(char) in HIDDEN else char for char in text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _escaped(char: str | re.Match[str]) -> str:
+    code = ord(char if isinstance(char, str) else char.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from runner.pullrequests.github import GitHub
@@ -96,16 +97,16 @@ def _download_all(chosen: list[Source], dest: Path) -> int:
                 progress.update(task, completed=done, total=total or None)
 
             def retrying(line: str) -> None:
-                progress.console.print(f"[yellow]retry[/] {line}", markup=True, highlight=False)
+                progress.console.print(f"[yellow]retry[/] {escape(line)}", markup=True, highlight=False)
 
             try:
                 path = download(source, dest, progress=advance, log=retrying)
             except DataError as exc:
                 failed += 1
-                progress.console.print(f"[red]failed[/] {exc}", markup=True, highlight=False)
+                progress.console.print(f"[red]failed[/] {escape(str(exc))}", markup=True, highlight=False)
                 continue
-            progress.console.print(f"[green]ok[/] {source.dataset.name}: {path} (sha256 verified)", markup=True,
-                                   highlight=False)
+            progress.console.print(f"[green]ok[/] {escape(f'{source.dataset.name}: {path}')} (sha256 verified)",
+                                   markup=True, highlight=False)
     return failed
 
 

@@ -18,6 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from runner.errors import printable
 from runner.evaluation.archives import ENV_RUNNER_KEY
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES
 from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
@@ -193,16 +194,16 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
 
         def done(report: JobReport) -> None:
             progress.advance(task)
-            detail = f": {report.detail}" if report.detail else ""
-            progress.console.print(f"[{STYLES[report.status]}]{report.status}[/] {report.submission}{detail}",
-                                   markup=True, highlight=False)
+            detail = f": {report.detail}" if report.detail else ""  # a participant's text: never markup
+            progress.console.print(f"[{STYLES[report.status]}]{report.status}[/] "
+                                   f"{escape(printable(report.submission + detail))}", markup=True, highlight=False)
 
         def case_done(case: str, index: int, total: int, measured: dict) -> None:
             how = "reused" if measured.get("reused") else f"{measured['wall_time_s']:.2f} s"
             progress.update(task, description=f"evaluating: case {index + 1}/{total} {case} ({how})")
 
         def note(line: str) -> None:  # retries, and what was swept of dead runners
-            progress.console.print(f"[yellow]{escape(line)}[/]", markup=True, highlight=False)
+            progress.console.print(f"[yellow]{escape(printable(line))}[/]", markup=True, highlight=False)
 
         return run_jobs(queue, on_done=done, on_case=case_done, log=note, **kwargs)
 
