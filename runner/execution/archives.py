@@ -54,6 +54,9 @@ COMPRESSIONS: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
     (b"BZh", lambda raw: bz2.BZ2File(raw, mode="rb")), (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")))
 FILES = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
+# Entries no data follows in any reader (Go's archive/tar, which the engine uses, and Python's agree).
+HEADER_ONLY = (tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE)
+INODE = 4096  # what the smallest entry of an image costs the engine's disk
 EXTENDED = (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE)
 
 
@@ -188,6 +191,11 @@ def _entries(stream: _Counted, errors: str = "strict") -> Iterator[_Entry]:
         extended, long_name = {}, None
         if size < 0:  # a base-256 size field can say -1: "read everything"
             raise BadArchive(f"{name[:120]!r} has a negative size: not a docker save archive")
+        if info.type in HEADER_ONLY and size:  # readers disagree on whether data follows: never guess
+            raise BadArchive(f"{printable(name, 120)} is {_kind(info.type)} that carries data: not a docker save "
+                             "archive")
+        if info.type not in (*FILES, *HEADER_ONLY, tarfile.GNUTYPE_SPARSE):
+            raise BadArchive(f"{printable(name, 120)} is {_kind(info.type)}: not a docker save archive")
         yield _Entry(name, size, info.type, sparse)
 
 
@@ -212,10 +220,9 @@ def _layer_bytes(layer: Path, budget: int) -> int:
             if entry.sparse:
                 raise BadArchive(f"a layer holds a sparse file ({printable(entry.name, 120)}); an image's files are "
                                  "unpacked whole")
-            if entry.type in FILES:
-                total += entry.size
-                if total > budget:
-                    raise BadArchive(f"the image unpacks to more than {budget // 1024**2} MiB")
+            total += max(entry.size, INODE)  # an empty file, a folder or a link still takes a block on disk
+            if total > budget:
+                raise BadArchive(f"the image unpacks to more than {budget // 1024**2} MiB")
             _skip(stream, entry.size)
     return total
 
@@ -274,7 +281,7 @@ def _check_name(name: str) -> None:
 
 def _kind(type: bytes) -> str:
     kinds = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE: "a device",
-             tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO"}
+             tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO", tarfile.DIRTYPE: "a folder"}
     return kinds.get(type, f"an entry of type {type!r}")
 
 

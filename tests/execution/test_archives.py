@@ -349,3 +349,21 @@ def test_a_layer_is_refused_by_what_it_unpacks_to(tmp_path):
         "a layer holds a sparse file (opt/weights.bin); an image's files are unpacked whole")
     zeros = gzip.compress(layer_of({"opt/weights.bin": bytes(5 * MiB)}))  # 5 KB sent, 5 MiB unpacked
     assert refusal(tmp_path, archive_with_layer(zeros), max_bytes=4 * MiB) == "the image unpacks to more than 4 MiB"
+
+
+def test_a_layer_cannot_hide_entries_from_the_count(tmp_path):
+    """A folder entry that says it carries data: Python's tarfile and Go's (the engine's) skip no data after
+    a folder, so its bytes were read as entries the runner never counted (a hidden 1 GiB sparse file)."""
+    folder = tarfile.TarInfo("opt")
+    folder.type = tarfile.DIRTYPE
+    hidden = layer_of({"weights.bin": bytes(600)})
+    block = bytearray(folder.tobuf(tarfile.USTAR_FORMAT))
+    sized = with_size_field(bytes(block), f"{len(hidden):011o}\0".encode())
+    assert refusal(tmp_path, archive_with_layer(sized + hidden)) == (
+        "opt is a folder that carries data: not a docker save archive")
+
+
+def test_every_entry_of_a_layer_counts_at_least_a_block(tmp_path):
+    """30,000 empty folders once counted as nothing: each entry takes a block of the engine's disk."""
+    empties = layer_of({f"f{i}": b"" for i in range(300)})
+    assert refusal(tmp_path, archive_with_layer(empties), max_bytes=MiB) == "the image unpacks to more than 1 MiB"
