@@ -25,19 +25,21 @@ import fcntl
 import hashlib
 import ipaddress
 import json
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pyrage
 
+from runner.errors import printable
 from runner.evaluation.failures import RunnerError, SubmissionFailure
 from runner.execution.archives import BadArchive
 from runner.execution.sandbox import Executor, SandboxError
@@ -50,6 +52,10 @@ DOWNLOADER = "runner.evaluation.download"  # each request, in a process of its o
 POLL_S = 0.5  # how often the runner looks at a download's progress
 MAX_REDIRECTS = 5
 MAX_FAILED_TRIES = 6  # tries in a row without progress (each run of the queue makes up to 3)
+MAX_TRIES = 30  # tries in all, progress or not (one new byte per try must not keep it pending for ever)
+ANSWER_MAX = 64 * 1024  # the child's answer (it bounds what it repeats of a server's headers)
+NUMBER = re.compile(r"[0-9]{1,19}")
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
 RETRY_STATUSES = (408, 425, 429)  # the server asks to come back later
 
 
@@ -80,7 +86,7 @@ def archive_image(archive: ImageArchive, *, submission: str, executor: Executor,
         if known:
             return known
         part = folder / f"{key}.part"
-        _fetched(archive.url, part, tries=folder / f"{key}.tries", max_bytes=max_bytes, allow_local=allow_local,
+        _fetched(archive.url, part, ledger=folder / f"{key}.ledger", max_bytes=max_bytes, allow_local=allow_local,
                  pace=pace)
         _verify(part, archive.sha256)
         try:
@@ -96,31 +102,53 @@ def archive_image(archive: ImageArchive, *, submission: str, executor: Executor,
         return image_id
 
 
-def _fetched(url: str, part: Path, *, tries: Path, max_bytes: int, allow_local: bool, pace: Pace) -> None:
-    """`fetch`, counting the tries that failed for reasons that are the runner's to retry (no answer, a
-    5xx, a cut) without a byte of progress: past MAX_FAILED_TRIES it is the submission's failure, so no
-    address that never answers keeps a submission pending for ever."""
-    before = _size(part)
+@dataclass
+class _Ledger:
+    """What the tries of one download have cost so far, kept beside its part across runs: every try,
+    the tries in a row that made no progress, and the seconds spent."""
+
+    tries: int = 0
+    stalled: int = 0
+    spent_s: float = 0.0
+
+    @classmethod
+    def read(cls, path: Path) -> _Ledger:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return cls()
+
+
+def _fetched(url: str, part: Path, *, ledger: Path, max_bytes: int, allow_local: bool, pace: Pace) -> None:
+    """`fetch`, within bounds across every try and run, so nothing a server does keeps a submission pending
+    for ever: `pace.deadline_s` in all, MAX_FAILED_TRIES tries in a row without progress, MAX_TRIES in
+    all. What fails for the submission takes its part and ledger with it."""
+    spent = _Ledger.read(ledger)
+    before, started = _size(part), time.monotonic()
     try:
-        fetch(url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace)
+        fetch(url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace, spent_s=spent.spent_s)
     except RunnerError as exc:
         if not exc.transient:
             raise
-        failed = 1 if _size(part) > before else _count(tries) + 1
-        tries.write_text(str(failed))
-        if failed >= MAX_FAILED_TRIES:
-            tries.unlink()
-            raise SubmissionFailure(f"Image archive could not be downloaded in {failed} tries without progress "
-                                    f"(the last: {exc}); host it where the runner can reach it") from None
+        progressed = _size(part) > before
+        spent = _Ledger(spent.tries + 1, 0 if progressed else spent.stalled + 1,
+                        spent.spent_s + time.monotonic() - started)
+        if spent.stalled >= MAX_FAILED_TRIES or spent.tries >= MAX_TRIES:
+            _forget(part, ledger)
+            raise SubmissionFailure(f"Image archive could not be downloaded in {spent.tries} tries (the last: {exc}); "
+                                    "host it where the runner can reach it") from None
+        ledger.write_text(json.dumps(asdict(spent)))
         raise
-    tries.unlink(missing_ok=True)
+    except SubmissionFailure:
+        _forget(part, ledger)
+        raise
+    ledger.unlink(missing_ok=True)
 
 
-def _count(tries: Path) -> int:
-    try:
-        return int(tries.read_text())
-    except (OSError, ValueError):
-        return 0
+def _forget(part: Path, ledger: Path) -> None:
+    """A download that failed for its submission leaves nothing on the runner's disk."""
+    part.unlink(missing_ok=True)
+    ledger.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -137,8 +165,10 @@ def _loaded_before(record: Path, executor: Executor) -> str | None:
         return None
 
 
-def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace = Pace()) -> None:
-    """Download `url` into `part`, resuming what an earlier try left there."""
+def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace = Pace(),
+          spent_s: float = 0.0) -> None:
+    """Download `url` into `part`, resuming what an earlier try left there; `spent_s` is what earlier
+    tries took of the pace's deadline."""
     scheme = urlsplit(url).scheme
     if scheme == "file":
         if not allow_local:
@@ -146,10 +176,10 @@ def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace
                                     "(--allow-local-images); host it at an https:// address")
         _copy_local(Path(unquote(urlsplit(url).path)), part, max_bytes=max_bytes)
         return
-    started = time.monotonic()
+    started = time.monotonic() - spent_s
     for _ in range(MAX_REDIRECTS + 1):
-        address = _checked_address(url, allow_local=allow_local)
-        redirect = _download(url, address, part, max_bytes=max_bytes, pace=pace, started=started)
+        target = _checked(url, allow_local=allow_local)
+        redirect = _download(target, part, max_bytes=max_bytes, pace=pace, started=started)
         if redirect is None:
             return
         url = urljoin(url, redirect)
@@ -164,31 +194,59 @@ def _copy_local(source: Path, part: Path, *, max_bytes: int) -> None:
     shutil.copyfile(source, part)
 
 
-def _checked_address(url: str, *, allow_local: bool) -> str:
-    """The address the download goes to, once checked: never one of the runner's own networks (the URL is
-    the participant's to choose), and never looked up again (see `download`)."""
+@dataclass(frozen=True)
+class _Target:
+    """A URL the runner checked: the address it connects to, its host's name (IDNA, ASCII) and port."""
+
+    url: str
+    address: str
+    name: str
+    port: int | None
+
+
+def _checked(url: str, *, allow_local: bool) -> _Target:
+    """Where the download goes, once checked: never one of the runner's own networks (the URL is the
+    participant's to choose), and never looked up again (see `download`)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SubmissionFailure(f"Image archive: {url!r} is not an http:// or https:// address")
     try:
-        found = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
+        port, name = parts.port, (parts.hostname or "").encode("idna").decode("ascii")
+    except (ValueError, UnicodeError):
+        raise SubmissionFailure(f"Image archive: {printable(url, 200)!r} has no valid host and port") from None
+    if parts.scheme not in ("http", "https") or not name:
+        raise SubmissionFailure(f"Image archive: {printable(url, 200)!r} is not an http:// or https:// address")
+    try:
+        found = socket.getaddrinfo(name, port or 443, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         if exc.errno == socket.EAI_NONAME:
-            raise SubmissionFailure(f"Image archive could not be downloaded: host {parts.hostname} not found") from None
-        raise RunnerError(f"Image archive: the runner could not look up {parts.hostname} ({exc.strerror})",
+            raise SubmissionFailure(f"Image archive could not be downloaded: host {name} not found") from None
+        raise RunnerError(f"Image archive: the runner could not look up {name} ({exc.strerror})",
                           transient=True) from None
     addresses = [ipaddress.ip_address(info[4][0]) for info in found]
-    if not allow_local and any(not address.is_global for address in addresses):
-        raise SubmissionFailure(f"Image archive: {parts.hostname} is a private or local address; "
+    if not allow_local and not all(_public(address) for address in addresses):
+        raise SubmissionFailure(f"Image archive: {name} is a private or local address; "
                                 "host the archive where the internet can reach it")
-    return str(addresses[0])
+    return _Target(url, str(addresses[0]), name, port)
 
 
-def _download(url: str, address: str, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
+def _public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether `address` is on the internet, an IPv4 address carried inside an IPv6 one (mapped,
+    compatible, 6to4, Teredo, NAT64) judged as itself too."""
+    if not address.is_global:
+        return False
+    if isinstance(address, ipaddress.IPv4Address):
+        return True
+    carried = [address.ipv4_mapped, address.sixtofour, address.teredo[1] if address.teredo else None]
+    if address in NAT64 or address.packed[:12] == bytes(12):  # 64:ff9b::/96, and ::a.b.c.d (IPv4-compatible)
+        carried.append(ipaddress.IPv4Address(address.packed[12:]))
+    return all(inner is None or inner.is_global for inner in carried)
+
+
+def _download(target: _Target, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
     """One request into `part` (resuming what is there), made by a child process the runner stops when it
     falls below `pace`; the redirect target if the server answered with one."""
-    have = part.stat().st_size if part.exists() else 0
-    ask = {"url": url, "address": address, "part": str(part), "offset": have, "max_bytes": max_bytes}
+    have = _size(part)
+    ask = {"url": target.url, "address": target.address, "name": target.name, "port": target.port,
+           "part": str(part), "offset": have, "max_bytes": max_bytes}
     child = subprocess.Popen([sys.executable, "-m", DOWNLOADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
     try:
@@ -198,33 +256,39 @@ def _download(url: str, address: str, part: Path, *, max_bytes: int, pace: Pace,
         if not _paced(child, part, pace, started):
             raise SubmissionFailure(f"Image archive downloaded too slowly: this runner needs at least "
                                     f"{pace.describe()}; host it where it downloads faster")
-        answer = json.loads(child.stdout.read() or "{}")
+        said = child.stdout.read(ANSWER_MAX)
     finally:
         if child.poll() is None:
             child.kill()
         child.wait()
-    return _answered(answer, url, have=have, max_bytes=max_bytes)
+    try:
+        answer = json.loads(said)
+    except ValueError:  # it died without a word (out of memory, a full disk): the runner's trouble
+        raise RunnerError(f"Image archive: the download process ended without an answer (exit {child.returncode})",
+                          transient=True) from None
+    return _answered(answer if isinstance(answer, dict) else {}, target, have=have, max_bytes=max_bytes)
 
 
 def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float) -> bool:
     """Whether the request ended before falling below the pace: the part file grew by at least
-    `min_rate` a second over every window (headers, a slow handshake, a silence count as nothing) and
-    all was done by the deadline. Otherwise the child is stopped."""
-    window, grown_from = time.monotonic(), _size(part)
+    `min_rate` a second over every window (headers, a slow handshake, a silence count as nothing; a
+    file restarted from zero counts what it wrote since) and all was done by the deadline. Otherwise
+    the child is stopped."""
+    window, grown, last = time.monotonic(), 0, _size(part)
     while True:
         try:
             child.wait(timeout=min(POLL_S, pace.window_s))
             return True
         except subprocess.TimeoutExpired:
             pass
-        now = time.monotonic()
+        size, now = _size(part), time.monotonic()
+        grown, last = grown + (size - last if size >= last else size), size
         if now - started > pace.deadline_s:
             return False
         if now - window >= pace.window_s:
-            size = _size(part)
-            if size - grown_from < pace.min_rate * (now - window):
+            if grown < pace.min_rate * (now - window):
                 return False
-            window, grown_from = now, size
+            window, grown = now, 0
 
 
 def _size(part: Path) -> int:
@@ -234,29 +298,36 @@ def _size(part: Path) -> int:
         return 0
 
 
-def _answered(answer: dict[str, Any], url: str, *, have: int, max_bytes: int) -> str | None:
+def _answered(answer: dict[str, Any], target: _Target, *, have: int, max_bytes: int) -> str | None:
     """What the child's answer means: the redirect's target, None when the part is complete, or whose
-    failure it was (the submission's: a refusal, too large; the runner's network's: no answer, cut short)."""
-    host = urlsplit(url).hostname
-    status = answer.get("status")
-    if status in (301, 302, 303, 307, 308) and answer.get("location"):
+    failure it was (the submission's: a refusal, too large; the runner's network's: no answer, cut short).
+    Everything in it is the server's to say: numbers are read as ASCII digits only, text as printable."""
+    host = urlsplit(target.url).hostname
+    status, length, received = (_number(answer.get(k)) for k in ("status", "length", "received"))
+    if status in (301, 302, 303, 307, 308) and isinstance(answer.get("location"), str):
         return str(answer["location"])
     if status == 416 and have:  # nothing after what we have: complete
         return None
     if status is not None and status not in (200, 206):
-        why = f"HTTP {status} ({answer.get('reason') or ''}) from {host}"
+        why = f"HTTP {status} ({printable(str(answer.get('reason') or ''), 100)}) from {host}"
         if status >= 500 or status in RETRY_STATUSES:
             raise RunnerError(f"Image archive could not be downloaded now: {why}", transient=True)
         raise SubmissionFailure(f"Image archive could not be downloaded: {why}")
-    length = str(answer.get("length") or "")
     offset = have if status == 206 else 0
-    if answer.get("too_large") or (length.isdigit() and offset + int(length) > max_bytes):
+    if answer.get("too_large") or (length is not None and offset + length > max_bytes):
         raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
-    if "error" in answer or (length.isdigit() and answer.get("received", 0) < int(length)):
-        why = answer.get("error") or f"the connection ended after {answer.get('received')} of {length} bytes"
-        raise RunnerError(f"Image archive: the runner could not download {url} ({why}); it resumes on the next "
-                          "try", transient=True)
+    if status is None or "error" in answer or (length is not None and (received or 0) < length):
+        why = (printable(str(answer.get("error") or ""), 200)
+               or f"the connection ended after {received} of {length} bytes")
+        raise RunnerError(f"Image archive: the runner could not download {printable(target.url, 200)} ({why}); it "
+                          "resumes on the next try", transient=True)
     return None
+
+
+def _number(value: object) -> int | None:
+    """A count a server sent (a status, a Content-Length), as ASCII digits only."""
+    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    return int(text) if NUMBER.fullmatch(text) else None
 
 
 def _verify(path: Path, sha256: str) -> None:

@@ -16,7 +16,10 @@ Standard library and urllib3 only; nothing here decides whose fault a failure is
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,27 +28,30 @@ import urllib3
 
 CHUNK = 1024 * 1024
 CONNECT_TIMEOUT_S = 10.0
+LOCATION_MAX = 8 * 1024  # a redirect's target, as much of it as any URL needs
 READ_TIMEOUT_S = 3600.0  # the runner stops this process long before; only an orphan ever waits this long
 
 
-def request(*, url: str, address: str, part: str, offset: int, max_bytes: int) -> dict[str, Any]:
-    """GET `url` from `address`, appending the body to `part` (from `offset`, which a Range asks for)."""
+def request(*, url: str, address: str, name: str, port: int | None, part: str, offset: int,
+            max_bytes: int) -> dict[str, Any]:
+    """GET `url` from `address` (its host's `name`, IDNA, and `port` as the runner checked them), appending
+    the body to `part` (from `offset`, which a Range asks for)."""
     parts = urlsplit(url)
-    headers = {"Host": parts.netloc.rpartition("@")[2], "Accept-Encoding": "identity",
-               "User-Agent": "challenge-runner"}
+    host = (f"[{name}]" if ":" in name else name) + (f":{port}" if port else "")
+    headers = {"Host": host, "Accept-Encoding": "identity", "User-Agent": "challenge-runner"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        response = _pool(parts.scheme, parts.hostname or "", parts.port, address).urlopen(
+        response = _pool(parts.scheme, name, port, address).urlopen(
             "GET", target, headers=headers, redirect=False, retries=False, preload_content=False,
             decode_content=False)
     except urllib3.exceptions.HTTPError as exc:
         return {"error": _why(exc)}
     with response:
-        answer: dict[str, Any] = {"status": response.status, "reason": response.reason,
-                                  "location": response.headers.get("Location"),
-                                  "length": response.headers.get("Content-Length")}
+        answer: dict[str, Any] = {"status": response.status, "reason": _said(response.reason),
+                                  "location": _said(response.headers.get("Location"), LOCATION_MAX),
+                                  "length": _said(response.headers.get("Content-Length"))}
         if response.status in (200, 206):
             answer.update(_save(response, part, append=response.status == 206, max_bytes=max_bytes))
     return answer
@@ -75,11 +81,25 @@ def _save(response: urllib3.BaseHTTPResponse, part: str, *, append: bool, max_by
         return {"received": out.tell() - start}
 
 
+def _said(text: str | None, limit: int = 200) -> str | None:
+    """What a server said, bounded (the runner reads this process's answer only up to a size)."""
+    return None if text is None else text[:limit]
+
+
 def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}".rstrip(": ")
 
 
+def _orphaned(parent: int) -> None:
+    """Ends this process once the runner that started it is gone (killed, not only stopped): an orphan
+    would go on appending to a part file the next runner resumes."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
+
+
 def main() -> None:
+    threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True).start()
     print(json.dumps(request(**json.loads(sys.stdin.read()))), flush=True)
 
 

@@ -22,6 +22,7 @@ import shutil
 import statistics
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,7 +299,10 @@ class _Job:
                                            wall_time_s=measured.get("wall_time_s")))
         elif gc_algorithm:
             shutil.copytree(produced, self.predictions / (run.name or "batch"), dirs_exist_ok=True)
-        else:
+        else:  # every run's outputs in one folder
+            if clash := _clash(produced, self.predictions):
+                raise SubmissionFailure(f"Algorithm output refused{_on(run)}: {printable(clash, 200)} is a file in "
+                                        "one run's outputs and a folder in another's")
             shutil.copytree(produced, self.predictions, dirs_exist_ok=True)
 
     def _gc_outputs(self, run: Run, produced: Path) -> list[dict[str, Any]]:
@@ -534,6 +538,16 @@ def _predictions_file(submission: Submission) -> Path:
     return path
 
 
+def _clash(produced: Path, merged: Path) -> str | None:
+    """A path that is a file in `produced` and a folder in `merged`, or the other way round (outputs of
+    per-case runs are merged into one folder for the evaluation)."""
+    for path in produced.rglob("*"):
+        there = merged / path.relative_to(produced)
+        if there.exists() and there.is_dir() != path.is_dir():
+            return str(path.relative_to(produced))
+    return None
+
+
 def unpack_predictions(path: Path, target: Path, *, sha256: str) -> None:
     """Verify the pinned hash, then copy the file, or unpack a zip safely."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -546,6 +560,8 @@ def unpack_predictions(path: Path, target: Path, *, sha256: str) -> None:
         extract_zip(path, target)
     except (UnsafeOutput, zipfile.BadZipFile) as exc:
         raise SubmissionFailure(f"Predictions archive refused: {exc}") from None
+    except (zlib.error, RuntimeError, NotImplementedError, EOFError) as exc:  # broken, encrypted, an unknown method
+        raise SubmissionFailure(f"Predictions archive refused: it cannot be unpacked ({exc})") from None
 
 
 def _link_tree(source: Path, dest: Path) -> None:

@@ -107,6 +107,7 @@ def extract_zip(path: Path, target: Path, *, limits: OutputLimits = OutputLimits
             raise UnsafeOutput(f"the archive holds {len(members)} files; at most {limits.max_files} allowed")
         if sum(m.file_size for m in members) > limits.max_bytes:
             raise UnsafeOutput(f"the archive unpacks to more than {limits.max_bytes} bytes")
+        _no_clashes([m.filename for m in members])
         budget = limits.max_bytes
         for member in members:
             if (member.external_attr >> 16) & 0o170000 == 0o120000:
@@ -116,6 +117,16 @@ def extract_zip(path: Path, target: Path, *, limits: OutputLimits = OutputLimits
             with archive.open(member) as src, open(dest, "wb") as out:
                 budget -= _copy_bounded(src, out, budget)
         return len(members)
+
+
+def _no_clashes(names: list[str]) -> None:
+    """Refuse a name that is a file and also a folder of another name (`a` and `a/b`): one would break
+    writing the other on the host."""
+    files = {PurePosixPath(name).as_posix().strip("/") for name in names}
+    for name in files:
+        for parent in PurePosixPath(name).parents:
+            if str(parent) in files:
+                raise UnsafeOutput(f"{printable(str(parent), 200)!r} is a file and also a folder in the archive")
 
 
 def _copy_bounded(src: IO[bytes], out: IO[bytes], budget: int) -> int:

@@ -585,9 +585,13 @@ ARCHIVE_SCHEMES = ("https", "http", "file")
 
 
 def _archive_url(value: str) -> str:
-    scheme = urlsplit(value).scheme
-    if scheme not in ARCHIVE_SCHEMES or not urlsplit(value).path.strip("/"):
+    parts = urlsplit(value)
+    if parts.scheme not in ARCHIVE_SCHEMES or not parts.path.strip("/"):
         raise refuse(f"{value!r} is not an https://, http:// or file:// address of a file")
+    try:
+        _ = parts.port, (parts.hostname or "").encode("idna")
+    except (ValueError, UnicodeError):
+        raise refuse(f"{value!r} has no valid host and port") from None
     return value
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import ipaddress
 import json
 import tarfile
 import threading
@@ -17,8 +18,8 @@ import pyrage
 import pytest
 
 from runner.errors import Retry
-from runner.evaluation import download
-from runner.evaluation.archives import Pace
+from runner.evaluation import archives, download
+from runner.evaluation.archives import MAX_TRIES, Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
 from runner.execution.archives import BadArchive
@@ -37,6 +38,7 @@ class Server:
         self.trickle_s: float | None = None  # then it sends one byte every this many seconds (0: never one)
         self.headers_trickle_s: float | None = None  # then its status line and headers come a byte at a time
         self.answer: int | None = None  # then it answers every request with this status
+        self.drip: int | None = None  # then each request gets this many more bytes, and the connection is cut
         self.seen: list[dict[str, str]] = []  # each request's headers
         server = self
 
@@ -64,6 +66,11 @@ class Server:
                         time.sleep(server.trickle_s or 3600)
                         self.wfile.write(bytes([byte]))
                         self.wfile.flush()
+                    return
+                if server.drip is not None:
+                    self.wfile.write(data[start:start + server.drip])
+                    self.wfile.flush()
+                    self.connection.close()
                     return
                 if server.cut_once_at is not None:
                     cut, server.cut_once_at = server.cut_once_at, None
@@ -122,6 +129,7 @@ def tar_of(members: dict[str, bytes]) -> bytes:
 
 @pytest.mark.parametrize("body, message", [
     (f"image_archive:\n  url: ftp://x/a.tar\n  sha256: {'a' * 64}\n", "is not an https://, http:// or file://"),
+    (f"image_archive:\n  url: https://x:99999/a.tar\n  sha256: {'a' * 64}\n", "has no valid host and port"),
     (f"image_archive:\n  url: https://x/a.tar\n  sha256: {'a' * 64}\nimage: ghcr.io/a/b@sha256:{'b' * 64}\n",
      "give exactly one of image, image_archive"),
     ("image_archive:\n  url: https://x/a.tar\n  sha256: abc\n", "64 lowercase hex digits"),
@@ -256,9 +264,49 @@ def test_an_address_that_keeps_failing_is_a_failed_result_in_the_end(fake_world,
     store, reports = run_fake(repo, fake, config)
     assert [r.status for r in reports] == ["failed"]
     assert store.results(CHALLENGE, PHASE)[0].error == (
-        "Image archive could not be downloaded in 6 tries without progress (the last: Image archive could not be "
-        "downloaded now: HTTP 503 (Service Unavailable) from 127.0.0.1); host it where the runner can reach it")
+        "Image archive could not be downloaded in 6 tries (the last: Image archive could not be downloaded now: "
+        "HTTP 503 (Service Unavailable) from 127.0.0.1); host it where the runner can reach it")
     assert len(server.requests) == 6
+    assert list((tmp_path / "cache" / "archives").glob("*.part")) == []  # a failed download leaves nothing
+
+
+def test_progress_a_byte_at_a_time_still_ends_in_a_failed_result(fake_world, server, tmp_path):
+    """Each try made progress, so no count of tries without progress ever grew: a server that sends a few
+    more bytes per request, then cuts, kept a submission pending for ever. Tries count in all too."""
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    server.drip = 10
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache")
+    statuses = [run_fake(repo, fake, config)[1][0].status for _ in range(MAX_TRIES // 3)]
+    assert statuses == ["error"] * (MAX_TRIES // 3 - 1) + ["failed"]
+    assert Store(repo).results(CHALLENGE, PHASE)[0].error.startswith(
+        f"Image archive could not be downloaded in {MAX_TRIES} tries (the last: Image archive: the runner could not "
+        f"download {server.url}/algo.tar (")
+    assert [p.suffix for p in (tmp_path / "cache" / "archives").iterdir()] == [".lock"]  # no part, no ledger
+
+
+def test_the_deadline_counts_every_try(fake_world, server, tmp_path):
+    """Cut just before the deadline, each try started the deadline again: it is the download's, in all."""
+    repo, fake, data, algorithm = fake_world
+    fake.save_archive(algorithm, server.folder / "algo.tar")
+    server.trickle_s, server.drip = 0.01, None
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", sha(server.folder / "algo.tar"))
+    pace = Pace(min_rate=10, window_s=0.5, deadline_s=1.5)
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache", download_pace=pace)
+    server.cut_once_at = None
+    started = time.monotonic()
+    store, reports = run_fake(repo, fake, config)
+    assert [r.status for r in reports] == ["failed"] and time.monotonic() - started < 5
+    assert store.results(CHALLENGE, PHASE)[0].error.startswith("Image archive downloaded too slowly")
+
+
+@pytest.mark.parametrize("address, public", [
+    ("8.8.8.8", True), ("2001:4860:4860::8888", True), ("127.0.0.1", False), ("::ffff:127.0.0.1", False),
+    ("64:ff9b::a00:1", False), ("64:ff9b::a9fe:a9fe", False), ("2002:a9fe:a9fe::1", False), ("::7f00:1", False),
+    ("64:ff9b::808:808", True), ("2002:808:808::1", True)])
+def test_an_ipv4_address_inside_an_ipv6_one_is_judged_as_itself(address, public):
+    assert archives._public(ipaddress.ip_address(address)) is public
 
 
 def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server, tmp_path):
@@ -267,7 +315,8 @@ def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server
     (server.folder / "algo.tar").write_bytes(b"archive bytes")
     port = server.url.rpartition(":")[2]
     answer = download.request(url=f"http://no-such-host.invalid:{port}/algo.tar", address="127.0.0.1",
-                              part=str(tmp_path / "algo.part"), offset=0, max_bytes=10**6)
+                              name="no-such-host.invalid", port=int(port), part=str(tmp_path / "algo.part"), offset=0,
+                              max_bytes=10**6)
     assert answer["status"] == 200 and (tmp_path / "algo.part").read_bytes() == b"archive bytes"
     assert server.seen[0]["Host"] == f"no-such-host.invalid:{port}"
     assert server.seen[0]["Accept-Encoding"] == "identity"

@@ -476,6 +476,67 @@ def test_bad_predictions_are_failed_results(repo, fake, config, data_root, entri
     assert fake.runs == [] and not (repo.parent / "escape.npy").exists()
 
 
+def zip_with(name: str, data: bytes, *, flag: int = 0, method: int | None = None, deflate_broken: bool = False
+             ) -> bytes:
+    """A one-file zip, its headers patched as a participant may send them."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    raw = bytearray(buffer.getvalue())
+    local, central = 0, raw.index(b"PK\x01\x02")
+    raw[local + 6] |= flag
+    raw[central + 8] |= flag
+    if method is not None:
+        raw[local + 8:local + 10] = raw[central + 10:central + 12] = method.to_bytes(2, "little")
+    if deflate_broken:
+        start = local + 30 + len(name)
+        raw[start:start + 4] = b"\xff\xff\xff\xff"
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("archive, reason", [
+    (zip_with(CASES[0], b"x" * 100, flag=0x1), "Predictions archive refused: it cannot be unpacked (File "),
+    (zip_with(CASES[0], b"x" * 100, method=99), "Predictions archive refused: it cannot be unpacked ("),
+    (zip_with(CASES[0], b"x" * 100, deflate_broken=True), "Predictions archive refused: it cannot be unpacked ("),
+], ids=["encrypted", "unknown method", "broken deflate"])
+def test_a_zip_that_cannot_be_unpacked_is_a_failed_result_never_pending(repo, fake, config, data_root, archive,
+                                                                         reason):
+    folder = predictions_phase(repo, data_root)
+    (folder / "masks.zip").write_bytes(archive)
+    path = folder / "v1.yml"
+    path.write_text(f"phase: validation\npredictions:\n  file: masks.zip\n  sha256: "
+                    f"{hashlib.sha256(archive).hexdigest()}\n")
+    result = evaluate_predictions(repo, fake, config, path)
+    assert result.status == "failed" and result.error.startswith(reason), result.error
+
+
+def test_a_zip_holding_a_file_and_a_folder_of_one_name_is_refused(repo, fake, config, data_root):
+    folder = predictions_phase(repo, data_root)
+    path = predictions_file(folder, "masks.zip", {"a": b"x", "a/b.npy": b"y"})
+    result = evaluate_predictions(repo, fake, config, path)
+    assert (result.status, result.error) == ("failed", "Predictions archive refused: 'a' is a file and also a folder "
+                                                       "in the archive")
+
+
+def test_per_case_outputs_that_clash_are_the_submissions_failure(repo, fake, config):
+    """Each case's outputs merge into one folder: a file in one and a folder of that name in the next once
+    broke the merge on the host and left the submission pending, every case run again each time."""
+    per_case(repo)
+
+    def as_file(mounts: Mapping[str, Path], output: Path) -> None:
+        (output / "x").write_bytes(b"1")
+
+    def as_folder(mounts: Mapping[str, Path], output: Path) -> None:
+        (output / "x").mkdir()
+        (output / "x" / "y").write_bytes(b"2")
+
+    submit(repo, fake, Behaviour(write=as_file), Behaviour(write=as_folder))
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["failed"]
+    assert result_of(repo).error == ("Algorithm output refused on case case-001.npy: x is a file in one run's outputs "
+                                     "and a folder in another's")
+
+
 def test_a_predictions_file_that_is_a_link_is_never_read(repo, fake, config, data_root):
     """A link beside the submission (to the hidden labels, or to a file of the runner's checkout) is
     refused by name, and the failure line carries no hash of what it points at."""
