@@ -42,7 +42,7 @@ from runner.ranking.leaderboard import (
 )
 from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
-from runner.site import catalog, feeds
+from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.facts import phase_facts, size_text
@@ -165,14 +165,8 @@ class _Run:
 
 
 def environment(templates: Path) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), autoescape=False,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    env.filters["fmt"] = fmt
-    env.filters["cell"] = cell
-    env.filters["size"] = size_text
-    env.filters["href"] = href
-    return env
+    """The pages' templates: every value text unless marked safe (`templating`)."""
+    return templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href)
 
 
 def href(url: str) -> str:
@@ -181,8 +175,8 @@ def href(url: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text on one line, as a Markdown table cell needs it (its `|` is escaped with all text: `templating`)."""
+    return " ".join(str(text).split())
 
 
 def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today: dt.date | None = None,

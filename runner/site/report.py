@@ -31,6 +31,7 @@ from runner.ranking.leaderboard import Leaderboard, leaderboard
 from runner.ranking.methods import RankSpec
 from runner.ranking.report_data import CaseAnalysis, Participation, PhaseAnalysis, Violin, analyse_phase, participation
 from runner.ranking.tables import fmt
+from runner.site import templating
 from runner.site.pages import METHOD_NAMES, cell, ranking_method
 from runner.tree.exclusions import exclusions
 from runner.tree.model import CASE_METHODS, Challenge, Phase
@@ -121,9 +122,10 @@ class Report:
 
 
 def build_report(store: Store, slug: str, *, phases: Sequence[str] = (), samples: int = 1000, seed: int = 0,
-                 now: dt.datetime | None = None, progress: Progress | None = None) -> Report:
+                 now: dt.datetime | None = None, progress: Progress | None = None, whole: bool = False) -> Report:
     """Analyse and draw each phase of a challenge (its public phases, or those named) from its
-    published results, as its leaderboard shows them now; `progress` hears of each phase."""
+    published results, as its leaderboard shows them now (`whole`: as the store's keys open them, for
+    organizers); `progress` hears of each phase."""
     if slug not in store.slugs():
         raise ReportError(f"no challenge {slug!r} under {store.base} (known: {', '.join(store.slugs()) or 'none'})")
     if samples < 1:
@@ -134,7 +136,7 @@ def build_report(store: Store, slug: str, *, phases: Sequence[str] = (), samples
     for done, phase in enumerate(chosen):
         if progress:
             progress(done, len(chosen), f"{phase.title}: ranking and bootstrap")
-        sections.append(phase_section(store, phase, samples=samples, seed=seed, now=now))
+        sections.append(phase_section(store, phase, samples=samples, seed=seed, now=now, whole=whole))
     if progress:
         progress(len(chosen), len(chosen), "done")
     return Report(store.challenge(slug), sections, samples, seed)
@@ -150,11 +152,15 @@ def _phases(store: Store, slug: str, names: Sequence[str]) -> list[Phase]:
     return chosen
 
 
-def phase_section(store: Store, phase: Phase, *, samples: int, seed: int, now: dt.datetime) -> PhaseSection:
-    """One phase's analysis and figures; a phase that withholds scores now shows only who took part."""
-    results = store.published(phase.challenge, phase)
+def phase_section(store: Store, phase: Phase, *, samples: int, seed: int, now: dt.datetime,
+                  whole: bool = False) -> PhaseSection:
+    """One phase's analysis and figures from what the public may see of its results (`Store.public`: no
+    per-case value a phase keeps to its columns); a phase that withholds scores now shows only who took
+    part. `whole`: every result as the store's keys open it."""
+    results = store.results(phase.challenge, phase.slug)
+    results = results if whole else store.public(phase, results, now=now)
     shown = visibility(phase, now=now)
-    if not shown.scores:
+    if not shown.scores and not whole:
         return PhaseSection(phase, None, participation(leaderboard(phase, results), results), withheld=shown.note)
     excluded = exclusions(store.paths, phase.challenge, phase.slug)
     analysis = analyse_phase(phase, results, samples=samples, seed=seed, excluded=excluded)
@@ -185,13 +191,8 @@ def write_report(report: Report, output: Path, templates: Path) -> list[Path]:
 
 
 def environment(templates: Path) -> jinja2.Environment:
-    """The site's template settings, with HTML escaped in the .html.j2 template only."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates),
-                             autoescape=jinja2.select_autoescape(["html.j2"], default=False),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    env.filters.update(fmt=fmt, cell=cell, rank=rank_text, plural=plural)
-    return env
+    """The site's template settings (`templating`: every value text unless marked safe)."""
+    return templating.environment(templates, fmt=fmt, cell=cell, rank=rank_text, plural=plural)
 
 
 def _helpers() -> dict[str, Any]:

@@ -4,6 +4,7 @@ organization pages, the Atom feeds, the search words and the JSON-LD of each cha
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 import shutil
@@ -78,7 +79,7 @@ def facet_counts(home: str) -> dict[str, dict[str, int]]:
     """Facet -> value -> count, as the home page's facet panel renders them."""
     found: dict[str, dict[str, int]] = {}
     for key, body in re.findall(r'<fieldset class="catalog-facet" data-facet="([^"]+)">(.*?)</fieldset>', home, re.S):
-        found[key] = {v: int(n) for v, n in re.findall(r'data-count="([^"]+)">(\d+)<', body)}
+        found[key] = {html.unescape(v): int(n) for v, n in re.findall(r'data-count="([^"]+)">(\d+)<', body)}
     return found
 
 
@@ -125,7 +126,7 @@ def test_card_shows_status_time_line_headline_incentives_and_platform(catalog_re
     external = found["challenge-004"]  # hosted on Kaggle: links out
     assert 'href="https://example.org/c/4" rel="noopener"' in external and "Kaggle" in external
     assert '<a href="challenge-000/">' in active
-    facets = json.loads(re.search(r'data-facets="([^"]+)"', active)[1].replace("&#34;", '"'))
+    facets = json.loads(html.unescape(re.search(r'data-facets="([^"]+)"', active)[1]))
     assert facets["status"] == ["active"] and facets["year"] == ["2026"] and facets["org"] == ["sage-bionetworks"]
 
 

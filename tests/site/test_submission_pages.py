@@ -131,7 +131,7 @@ def test_titles_and_links_show_on_the_leaderboard_and_in_the_result(scored):
     stage = stage_of(scored)
     page = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
     row = next(line for line in page.splitlines() if line.startswith("| 2 | alice |"))
-    assert ("[v1](../results/final-test/view.md?id=alice/v1) — U-Net \\| 5 folds · "
+    assert ("[v1](../results/final-test/view.md?id=alice/v1) — U-Net &#124; 5 folds · "  # text, never a cell's end
             "[paper](https://arxiv.org/abs/2401.00001) · [code](https://github.com/alice/unet) |") in row
     result = json.loads((stage / CHALLENGE / "results" / PHASE / "alice" / "v1.json").read_text())
     assert result["details"]["title"] == "U-Net | 5 folds"
