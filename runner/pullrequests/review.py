@@ -84,18 +84,18 @@ def _label(verdict: Verdict) -> str:
 
 
 def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error: str = "") -> str:
-    if not verdict.ok:
-        lines = "\n".join(f"- {p}" for p in verdict.problems)
+    if not verdict.ok:  # each line quotes what the pull request holds: a code span shows it as it is
+        lines = "\n".join(f"- {_code(p)}" for p in verdict.problems)
         return ("### ❌ This pull request cannot be accepted yet\n\n" + lines +
                 "\n\nPush a fix to this pull request; it is checked again automatically.")
     if verdict.kind == "registration":
-        return (f"### ✅ Registration `{verdict.path}` is complete\n\n"
+        return (f"### ✅ Registration {_code(verdict.path or '')} is complete\n\n"
                 "An organizer reviews registrations and merges this pull request to approve it.")
     if merge_error:
-        return (f"### ✅ Submission `{verdict.path}` is valid, but could not be merged\n\n"
+        return (f"### ✅ Submission {_code(verdict.path or '')} is valid, but could not be merged\n\n"
                 f"{merge_error}\n\nAn organizer will look at it.")
     state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
-    return (f"### ✅ Submission `{verdict.path}` accepted\n\n{state}. "
+    return (f"### ✅ Submission {_code(verdict.path or '')} accepted\n\n{state}. "
             "The result is posted here when the evaluation is done." + _notes(verdict))
 
 
@@ -104,7 +104,7 @@ def _notes(verdict: Verdict) -> str:
     if not verdict.notes:
         return ""
     return "\n\n**For the organizers** (this does not stop the submission):\n\n" + "\n".join(
-        f"- {note}" for note in verdict.notes)
+        f"- {_code(note)}" for note in verdict.notes)
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
 def result_comment(result: Result, phase: Phase, shown: Visibility) -> str:
     """The comment on the submission's pull request: what `shown` (the visibility rule) allows, and in
     a debugging phase how to read one's own sealed logs."""
-    key = f"`{result.participant}/{result.submission}` in phase {phase.title}"
+    key = f"{_code(f'{result.participant}/{result.submission}')} in phase {phase.title}"
     ran = result.algorithm or result.training  # a training that failed ran no algorithm, and logged
     logs = _logs_hint(result) if phase.give_algorithm_editors_job_view_permissions and ran else ""
     if result.status == "failed":
@@ -173,6 +173,15 @@ def _training(result: Result) -> str:
     memory = f", peak memory {run.peak_memory_bytes / 1024**2:.0f} MiB" if run.peak_memory_bytes else ""
     resumed = f", resumed {run.resumes} time(s) after the runner restarted" if run.resumes else ""
     return f"Training took {run.wall_time_s:.0f} s{memory}{resumed}. "
+
+
+def _code(text: str) -> str:
+    """A code span no backtick run in `text` can close: GitHub shows it as typed (no mention, no link,
+    no image, no HTML), however a pull request wrote it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # CommonMark strips one space each side
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _fenced(text: str) -> str:

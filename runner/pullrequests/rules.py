@@ -177,12 +177,17 @@ def _where(store: Store, slug: str, phase: str) -> list[str]:
 def _identity(store: Store, slug: str, participant: str, author: str) -> list[str]:
     if not NAME.fullmatch(participant):
         return [f"{participant!r} is not a participant name: use your GitHub login ({author})"]
-    if participant == author:
-        return []
-    if participant.lower() == author.lower():  # GitHub logins ignore case; one spelling keeps one participant
-        return [f"the folder {participant!r} must be spelled as your GitHub login: submissions/<phase>/{author}/"]
     path = store.paths.teams_file(slug)
     teams = load_teams(path)
+    if participant.lower() == author.lower():
+        # A team named like this login would share the folder, and its members would read this login's sealed logs.
+        team = next((t for t in teams if t.lower() == author.lower()), None)
+        if team is not None and author.lower() not in teams[team]:
+            return [f"the folder {participant!r} is also the name of a team in {path.relative_to(store.root)} that "
+                    "you are not in: ask the organizers to rename that team"]
+        if participant != author:  # GitHub logins ignore case; one spelling keeps one participant
+            return [f"the folder {participant!r} must be spelled as your GitHub login: submissions/<phase>/{author}/"]
+        return []
     if author.lower() in teams.get(participant, frozenset()):
         return []
     if spelled := next((team for team in teams if team.lower() == participant.lower()), None):

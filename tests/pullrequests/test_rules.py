@@ -49,7 +49,7 @@ def refused(github, repo, files, **kwargs) -> str:
     assert pull.labels == [LABELS["invalid"]]
     assert len(pull.comments) == 1 and "cannot be accepted" in pull.comments[0]["body"]
     assert len(outcome.verdict.problems) == 1, outcome.verdict.problems
-    assert f"- {outcome.verdict.problems[0]}" in pull.comments[0]["body"]
+    assert f"- `{outcome.verdict.problems[0]}`" in pull.comments[0]["body"]  # quoted: shown as typed
     return outcome.verdict.problems[0]
 
 
@@ -340,3 +340,22 @@ def test_the_runner_never_reads_a_submission_through_a_link(repo):
     with pytest.raises(ModelError, match="must be a regular file, not a symbolic link"):
         store.submission(repo / sub("mallory"))
     assert [s.participant for s in store.pending()] == ["alice"]
+
+
+def test_what_a_pull_request_wrote_is_quoted_in_the_comment(github, repo):
+    """An unknown field named like an image and a mention: in the verdict comment, GitHub shows it as typed
+    (a code span), never an image in the bot's name or a mention of someone."""
+    name = "![x](https://evil.example/p.png) @alice `code`"
+    _, pull = judge(github, repo, {sub(): text() + f'"{name}": 1\n'})
+    body = pull.comments[0]["body"]
+    [line] = [ln for ln in body.splitlines() if ln.startswith("- ")]
+    assert line.startswith("- ``") and line.endswith("``") and name in line  # one backtick inside: a fence of two
+    assert line.count("``") == 2
+
+
+def test_a_login_that_is_also_a_team_of_others_is_refused(github, repo):
+    """A team named like a participant would share their folder, and its members would read their sealed logs."""
+    (repo / "challenges" / CHALLENGE / "teams.yml").write_text("alice: [mallory]\n")
+    assert refused(github, repo, {sub(): text()}) == (
+        f"the folder 'alice' is also the name of a team in challenges/{CHALLENGE}/teams.yml that you are not in: "
+        "ask the organizers to rename that team")
