@@ -26,8 +26,11 @@ from runner.errors import Retry
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
+from runner.pullrequests.review import result_comment
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
+from runner.tree.model import load_result
+from runner.tree.policy import EVALUATION_FAILED
 from runner.tree.records import Keys
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
@@ -44,6 +47,7 @@ PHASES = {  # phase -> what it withholds
     "columns": {"display_all_metrics": False},
 }
 PARTICIPANTS = ("alice", "bob")
+EVALUATION_SAID = "0.7412356831"  # what every evaluation prints: a score, in a debugging phase too
 
 
 def secret(phase: str, participant: str, what: str) -> float:
@@ -82,7 +86,7 @@ def world(repo, tmp_path):
     phases = repo / "challenges" / CHALLENGE / "phases"
     text = (phases / f"{PHASE}.yml").read_text()
     fake = FakeExecutor()
-    fake.add_image(EVALUATION, Behaviour(write=evaluation))
+    fake.add_image(EVALUATION, Behaviour(write=evaluation, stderr=f"the evaluation printed {EVALUATION_SAID}"))
     for phase, options in PHASES.items():
         (phases / f"{phase}.yml").write_text(text)
         edit_yaml(phases / f"{phase}.yml", title=phase.capitalize(), **options)
@@ -143,6 +147,10 @@ def site_text(repo: Path, *, now: dt.datetime, publish_key: str | None = None) -
 def test_no_commit_holds_a_withheld_value(world, repo):
     history = subprocess.run(["git", "log", "-p", "--all"], cwd=repo, capture_output=True, text=True, check=True)
     assert "sealed.age" in history.stdout and "logs.age" in history.stdout
+    assert EVALUATION_SAID not in history.stdout
+    for phase in ("blind", "approval", "private"):  # nor when it ran: a phase may rank on time
+        record = json.loads((repo / "challenges" / CHALLENGE / "results" / phase / "alice" / "v1.json").read_text())
+        assert (record["started_at"], record["finished_at"]) == (None, None) and record["created_at"]
     for phase, values in withheld().items():
         assert [v for v in values if v in history.stdout] == [], phase
     clone = fresh_clone(repo)
@@ -192,7 +200,9 @@ def test_each_participant_reads_their_own_logs_and_nobody_elses(world, repo, cap
     alice_key, bob_key = world["participants"]["alice"][0], world["participants"]["bob"][0]
     record = repo / "challenges" / CHALLENGE / "results" / "debugging" / "alice" / "v1.json"
     assert main(["--root", str(repo), "logs", str(record), "--identity", str(alice_key)]) == 0
-    assert f"log-debugging-alice-{secret('debugging', 'alice', 'log')}" in capsys.readouterr().out
+    own = capsys.readouterr().out
+    assert f"log-debugging-alice-{secret('debugging', 'alice', 'log')}" in own
+    assert EVALUATION_SAID not in own and "== evaluation" not in own  # the evaluation's output is never hers
     assert main(["--root", str(repo), "logs", str(record), "--identity", str(bob_key)]) == 1
     assert "none of the given keys opens it" in capsys.readouterr().err
 
@@ -202,6 +212,60 @@ def test_the_organizers_leaderboard_holds_everything(world, repo, capsys):
     assert main(["--root", str(clone), "leaderboard", CHALLENGE, "blind", "--format", "json"]) == 0
     assert all(row["Dice (mean)"] is None for row in json.loads(capsys.readouterr().out))
     assert main(["--root", str(clone), "leaderboard", CHALLENGE, "blind", "--format", "json",
+                 "--identity", str(world["organizer"])]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted(row["Dice (mean)"] for row in rows) == sorted(secret("blind", p, "mean") for p in PARTICIPANTS)
+
+
+def test_a_blind_phases_failed_evaluation_publishes_a_fixed_sentence(repo, tmp_path, capsys):
+    """An evaluation that fails after reading the ground truth (an assert, a traceback) may print what the
+    phase withholds: in a blind phase its line is sealed, and the record, the site and the comment say only
+    that it failed; the organizer's key opens the real line."""
+    leaked = "AssertionError: case-0 truth is 0.7901234531"
+    organizer = new_identity()
+    (tmp_path / "organizer.key").write_text(organizer[0])
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=[organizer[1]])
+    edit_yaml(repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml", blind=True)
+    fake = FakeExecutor()
+    fake.add_image(EVALUATION, Behaviour(exit_code=1, stderr=f"Traceback (most recent call last):\n{leaked}"))
+    image = f"ghcr.io/alice/a@sha256:{'a' * 64}"
+    fake.add_image(image, Behaviour(files={"case-0.npy": b"m"}))
+    write_submission(repo, "alice", "v1", image)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A", "."], cwd=repo, check=True)  # the site's templates and mkdocs.yml too
+    commit(repo, "2027-05-01T10:00:00Z", "The challenge and its submission")
+    data = tmp_path / "data"
+    for sub in ("inputs", "ground-truth"):
+        (data / CHALLENGE / PHASE / sub).mkdir(parents=True)
+        (data / CHALLENGE / PHASE / sub / "case-0.npy").write_bytes(b"x")
+    store = Store(repo)
+    [report] = run_jobs(store.pending(), store=store, executor=fake, config=RunnerConfig(data_root=data),
+                        base=FAKE_BASE, retry=Retry(attempts=1))
+    record = repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
+    public = json.loads(record.read_text())
+    assert (report.status, public["error"]) == ("failed", EVALUATION_FAILED)
+    assert leaked not in record.read_text()
+    assert leaked not in result_comment(load_result(record), store.phase(CHALLENGE, PHASE),
+                                        store.visibility(store.phase(CHALLENGE, PHASE), load_result(record), now=None))
+    commit(repo, "2027-05-02T10:00:00Z", "Results")  # what the runner commits: challenges/ alone
+    history = subprocess.run(["git", "log", "-p", "--all"], cwd=repo, capture_output=True, text=True, check=True)
+    assert leaked not in history.stdout
+    assert leaked not in site_text(fresh_clone(repo), now=BEFORE)
+    assert main(["--root", str(repo), "unseal", str(record), "--identity", str(tmp_path / "organizer.key")]) == 0
+    assert leaked in capsys.readouterr().out
+
+
+def test_commands_on_the_runners_own_checkout_show_what_the_site_shows(world, repo, tmp_path, capsys):
+    """The runner keeps every whole result beside its checkout; `leaderboard` and `report` there once
+    printed and plotted them to whoever ran them (an Actions log is public). Without a key they show
+    what the phases allow now, as the site does; the organizer's key shows everything."""
+    assert main(["--root", str(repo), "leaderboard", CHALLENGE, "blind", "--format", "json"]) == 0
+    assert all(row["Dice (mean)"] is None for row in json.loads(capsys.readouterr().out))
+    assert main(["--root", str(repo), "report", CHALLENGE, "--samples", "20", "--output", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    text = "\n".join(p.read_text() for p in (tmp_path / "r").rglob("*") if p.is_file())
+    assert [v for values in withheld().values() for v in values if v in text] == []
+    assert main(["--root", str(repo), "leaderboard", CHALLENGE, "blind", "--format", "json",
                  "--identity", str(world["organizer"])]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted(row["Dice (mean)"] for row in rows) == sorted(secret("blind", p, "mean") for p in PARTICIPANTS)

@@ -40,6 +40,7 @@ from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of, nested_paths
+from runner.tree.policy import participant_logs
 from runner.tree.references import image_refusal
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
@@ -128,7 +129,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
         created_at=_iso(created), started_at=_iso(started), finished_at=_iso(_now()),
         metrics=job.metrics, error=job.error, algorithm=job.runs.get("algorithm"),
         evaluation=job.runs.get("evaluation"), training=job.runs.get("training"),
-        logs=job.logs if phase.give_algorithm_editors_job_view_permissions else None,
+        logs=participant_logs(job.logs) if phase.give_algorithm_editors_job_view_permissions else None,
         runner_version=__version__,
         details=details_of(submission),  # the site lists title and links without reading submission files
     )

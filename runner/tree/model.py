@@ -736,8 +736,8 @@ class Result:
     submission: str
     status: Literal["succeeded", "failed"]
     created_at: str
-    started_at: str
-    finished_at: str
+    started_at: str | None  # None in a public record that withholds measurements (it gives the running time)
+    finished_at: str | None
     metrics: dict[str, Any] | None = None
     error: str | None = None
     algorithm: RunRecord | None = None

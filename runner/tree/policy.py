@@ -19,6 +19,9 @@ from typing import Any
 from runner.tree.jsonpaths import compiled
 from runner.tree.model import Phase, Result, RunRecord, scored_document
 
+# What a phase that withholds scores publishes of a result whose evaluation failed (its reason is sealed).
+EVALUATION_FAILED = "The evaluation failed; its reason is withheld with the scores and sealed for the organizers"
+
 
 @dataclass(frozen=True)
 class Window:
@@ -74,13 +77,17 @@ def withholds(phase: Phase) -> bool:
 def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     """The part of `result` that may be public now. Logs never are, nor the last line a run wrote to
     stderr (a debugging phase seals them to their participant); without scores, nothing measured is
-    (a phase may rank on time); with `display_all_metrics: false`, only the values of the
-    leaderboard's columns are."""
+    (a phase may rank on time: its start and end neither), and an evaluation's failure is a fixed
+    sentence (the evaluation reads the ground truth: its last line, an assert or a traceback, may
+    hold a withheld value); with `display_all_metrics: false`, only the values of the leaderboard's
+    columns are."""
     result = result.without_logs()
     if not shown.scores:
+        failed_evaluating = result.status == "failed" and result.evaluation is not None
         return replace(result, metrics=None, algorithm=_image_only(result.algorithm),
                        evaluation=_image_only(result.evaluation), training=_image_only(result.training),
-                       withheld=shown.note)
+                       started_at=None, finished_at=None, withheld=shown.note,
+                       error=EVALUATION_FAILED if failed_evaluating else result.error)
     if phase.display_all_metrics or result.status != "succeeded":
         return result
     paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
@@ -88,6 +95,12 @@ def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     return replace(result, metrics=kept, algorithm=_image_only(result.algorithm),
                    evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                    withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
+
+
+def participant_logs(logs: dict[str, str]) -> dict[str, str]:
+    """What a debugging phase shows a participant: the logs of their own containers (algorithm, training),
+    never the evaluation's, which reads the ground truth and prints scores the phase may withhold."""
+    return {stage: text for stage, text in logs.items() if not stage.startswith("evaluation")}
 
 
 def _image_only(run: RunRecord | None) -> RunRecord | None:

@@ -85,8 +85,8 @@
 
   // The containers' measurements side by side; nested ones (per case) as their own tables.
   function runs(view, result, places) {
-    add(view, "p", "Submitted " + result.created_at + ", started " + result.started_at + ", finished " +
-      result.finished_at + ".", "result-dates");
+    add(view, "p", "Submitted " + result.created_at + (result.started_at ? ", started " + result.started_at +
+      ", finished " + result.finished_at : "") + ".", "result-dates");
     var present = ["training", "algorithm", "evaluation"].filter(function (k) { return isRecord(result[k]); });
     if (!present.length) return;
     add(view, "h3", "Containers");
