@@ -30,7 +30,7 @@ from runner.tree.people import load_registration
 from runner.tree.sealing import Recipient, SealError, read_identity_file, recipient
 from runner.tree.store import Store
 
-from .common import UsageError, err, out
+from .common import UsageError, err, open_store, out
 
 
 def register(sub: Any) -> None:
@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    store = Store(args.root)
+    store = open_store(args.root)
     challenge = store.challenge(args.challenge)
     if not challenge.data:
         raise UsageError(f"challenge {args.challenge!r} lists no data sets (data: in its challenge.yml)")
@@ -114,7 +114,7 @@ def _download_all(chosen: list[Source], dest: Path) -> int:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
-    store = Store(args.root)
+    store = open_store(args.root)
     challenge = store.challenge(args.challenge)
     links = check_links(challenge, load_yaml(args.links).data or {}, where=str(args.links))
     hub = GitHub.from_env(args.repo, args.api_url, log=lambda line: err.print(line, markup=False))

@@ -33,13 +33,12 @@ from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
 from . import warm_client
-from .common import UsageError, err, out
+from .common import UsageError, err, open_store, out, state_dir
 from .keys import runner_keys
 
 ENV_GPUS = "CHALLENGE_GPUS"
 # Where a runner host keeps what must outlive one workflow job (a job's checkout is cleaned each time):
 # cache/, logs/, training/ (to resume training) and preserved/. Default: ROOT/build.
-ENV_STATE = "CHALLENGE_STATE_DIR"
 TRUSTED_IMAGES = "trusted-images.json"  # in the state folder: the IDs of the images this runner built or chose
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
@@ -94,7 +93,7 @@ def add_preserved_dir(parser: argparse.ArgumentParser) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     # GitHub's SSH keys seal what phases withhold; the locks are shared by the checkouts of this runner host.
-    store = Store(args.root, keys=runner_keys(), locks=state_dir(args.root) / "locks")
+    store = open_store(args.root, keys=runner_keys())
     if args.pending == bool(args.submissions):
         raise UsageError("give submission files or --pending (one of the two)")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]
@@ -133,9 +132,6 @@ def preserved_dir(args: argparse.Namespace, store: Store) -> Path:
     return (args.preserved_dir or state_dir(store.root) / "preserved").resolve()
 
 
-def state_dir(root: Path) -> Path:
-    """What this runner keeps between jobs: $CHALLENGE_STATE_DIR on a runner host, else ROOT/build."""
-    return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
 
 
 def runner_executor(base_image: str | None, *, root: Path, gpus: bool = False) -> tuple[Executor, str]:

@@ -12,11 +12,10 @@ import json
 import os
 from pathlib import Path
 
-from runner.tree.records import Keys, logs_path, recipients, sealed_path, write_atomic
+from runner.tree.records import LOGS, SEALED, Keys, log_readers, logs_path, recipients, sealed_path, write_atomic
 from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
-from runner.tree.store import Store
 
-from .common import UsageError, err, out
+from .common import UsageError, err, open_store, out
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
 RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
@@ -93,16 +92,24 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_reseal(args: argparse.Namespace) -> int:
+    """Every sealed result, and every debugging phase's sealed logs, sealed again to who reads them now:
+    the recipients in challenge.yml (github:<login> read through GitHub, as the runner reads them)."""
     mine = read_identity_file(args.identity)
-    store = Store(args.root)
+    store = open_store(args.root, keys=runner_keys())
     slugs = [args.challenge] if args.challenge else store.slugs()
     count = 0
     for slug in slugs:
-        readers = recipients(store.challenge(slug), Keys(), publish=True)
-        for path in sorted(store.base.glob(f"{slug}/results/*/*/*.sealed.age")):
+        challenge = store.challenge(slug)
+        readers = recipients(challenge, store.keys, publish=True)
+        for path in sorted(store.base.glob(f"{slug}/results/*/*/*{SEALED}")):
             write_atomic(path, seal(unseal(path.read_bytes(), mine, where=str(path)), readers))
             count += 1
-    out.print(f"{count} sealed result(s) sealed again to the recipients now in challenge.yml")
+        for path in sorted(store.base.glob(f"{slug}/results/*/*/*{LOGS}")):
+            participant = path.parent.name
+            logs = unseal(path.read_bytes(), mine, where=str(path))
+            write_atomic(path, seal(logs, log_readers(challenge, store.keys, store.logins(slug, participant))))
+            count += 1
+    out.print(f"{count} sealed file(s) sealed again to their readers now in challenge.yml")
     return 0
 
 

@@ -13,12 +13,12 @@ from runner.ranking.leaderboard import combined, leaderboard
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.tree.exclusions import exclusions
 from runner.tree.history import History, HistoryError, parse_when
-from runner.tree.model import CombinedLeaderboard, Result
+from runner.tree.model import CombinedLeaderboard, Phase, Result
 from runner.tree.records import Keys
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
 
-from .common import UsageError, out
+from .common import UsageError, open_store, out
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def register(sub) -> None:
     lb.add_argument("--as-of", type=_when, metavar="DATE",
                     help="the leaderboard as it stood then, from git history (a date means its end, UTC)")
     lb.add_argument("--identity", "-i", type=Path, help="your private key (age or OpenSSH): results whose phase "
-                    "withholds them are read whole, as organizers see them")
+                    "withholds them are read whole, as organizers see them; without it, what the site shows now")
     lb.set_defaults(func=cmd_leaderboard)
 
 
@@ -39,12 +39,13 @@ def leaderboard_keys(args: argparse.Namespace) -> Keys:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    store = Store(args.root, keys=leaderboard_keys(args))
+    store = open_store(args.root, keys=leaderboard_keys(args))
     spec = next((c for c in store.challenge(args.challenge).combined_leaderboards if c.slug == args.phase), None)
     if spec is not None:
         return _combined(store, args, spec)
     phase = store.phase(args.challenge, args.phase)
-    board = leaderboard(phase, _results(store, args), excluded=exclusions(store.paths, args.challenge, phase.slug))
+    board = leaderboard(phase, _results(store, args, phase), excluded=exclusions(store.paths, args.challenge,
+                                                                                   phase.slug))
     if args.format == "json":
         print(json.dumps(records(board), indent=2))
     elif args.format == "csv":
@@ -62,9 +63,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard) -> int:
     """A combined leaderboard of the challenge, named in place of a phase."""
-    boards = {slug: leaderboard(store.phase(args.challenge, slug), store.results(args.challenge, slug),
-                                excluded=exclusions(store.paths, args.challenge, slug))
-              for slug, _ in spec.phases}
+    phases = [store.phase(args.challenge, slug) for slug, _ in spec.phases]
+    boards = {p.slug: leaderboard(p, _results(store, args, p), excluded=exclusions(store.paths, args.challenge, p.slug))
+              for p in phases}
     rows = [{"rank": r.rank, "participant": r.participant, **dict(zip((s for s, _ in spec.phases), r.phase_ranks)),
              "combined": r.value} for r in combined(spec, boards)]
     header = ["rank", "participant", *(s for s, _ in spec.phases), "combined"]
@@ -89,11 +90,12 @@ def _when(text: str) -> dt.datetime:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (2026-05-01) or time (2026-05-01T12:00)") from None
 
 
-def _results(store: Store, args: argparse.Namespace) -> list[Result]:
+def _results(store: Store, args: argparse.Namespace, phase: Phase) -> list[Result]:
+    """The phase's results, as the site shows them now, or whole with an organizer's key (`--identity`)."""
     as_of = getattr(args, "as_of", None)  # `challenge demo` calls in with the other options only
-    if as_of is None:
-        return store.results(args.challenge, args.phase)
     try:
-        return History(store).results_as_of(args.challenge, args.phase, as_of)
+        found = (store.results(phase.challenge, phase.slug) if as_of is None
+                 else History(store).results_as_of(phase.challenge, phase.slug, as_of))
     except HistoryError as exc:
         raise UsageError(f"--as-of needs the repository's git history: {exc}") from None
+    return found if store.keys.identities else store.public(phase, found)

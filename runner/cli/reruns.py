@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime as dt
 from pathlib import Path
 
 from rich.markup import escape
@@ -18,9 +19,10 @@ from runner.execution.sandbox import Executor
 from runner.ranking.leaderboard import leaderboard
 from runner.tree.exclusions import exclusions
 from runner.tree.model import ModelError, Phase, Submission
+from runner.tree.policy import visibility
 from runner.tree.store import Store
 
-from .common import UsageError, err
+from .common import UsageError, err, open_store
 from .evaluate import (
     add_preserved_dir,
     add_runner_options,
@@ -28,7 +30,6 @@ from .evaluate import (
     preserved_dir,
     progress_bar,
     runner_engine,
-    state_dir,
 )
 from .keys import runner_keys
 from .leaderboard import leaderboard_keys
@@ -50,6 +51,9 @@ def register(sub) -> None:
                        help="the results ranked N or better on the leaderboard (ties at the cut all go)")
     r.add_argument("--identity", "-i", type=Path, help="an organizer's private key (age or OpenSSH), to rank a "
                    "phase whose scores are withheld (blind, unapproved, not public)")
+    r.add_argument("--publish-selection", action="store_true", help="with --best or --top from a phase whose "
+                   "ranking is withheld now: write the selected results' files though they show who was selected "
+                   "(never a rank)")
     add_runner_options(r)
     r.set_defaults(func=cmd_rerun)
 
@@ -69,25 +73,32 @@ def positive(text: str) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     # The organizer's key ranks a withheld phase; GitHub's keys seal the new results where the target withholds.
-    store = Store(args.root, keys=dataclasses.replace(runner_keys(), identities=leaderboard_keys(args).identities),
-                  locks=state_dir(args.root) / "locks")
+    store = open_store(args.root, keys=dataclasses.replace(runner_keys(),
+                                                           identities=leaderboard_keys(args).identities))
     choice = Choice("top", args.top) if args.top else Choice(args.how)
-    carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice)
+    carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice,
+                    publish_selection=args.publish_selection)
     status = evaluate_queue(reruns.queue(store, carried), store=store, args=args)
     return 1 if any(c.state == "conflict" for c in carried) else status
 
 
-def carry(store: Store, challenge: str, *, source: str, target: str, choice: Choice) -> list[Carried]:
-    """Write the submission files that carry `choice` of `source`'s results into `target`, saying each."""
+def carry(store: Store, challenge: str, *, source: str, target: str, choice: Choice,
+          publish_selection: bool = False) -> list[Carried]:
+    """Write the submission files that carry `choice` of `source`'s results into `target`, saying each.
+    Nothing written or printed depends on a ranking the source phase withholds now (this may run where
+    others read its output, an Actions log)."""
     first, then = store.phase(challenge, source), store.phase(challenge, target)
     reruns.check_phases(first, then)
-    carried = reruns.write(store, reruns.plan(store, then, reruns.select(standings(store, first), choice)))
+    public = visibility(first, now=dt.datetime.now(dt.UTC)).scores
+    reruns.check_withheld(first, choice, ranking_public=public, publish_selection=publish_selection)
+    chosen = reruns.select(standings(store, first), choice)
+    carried = reruns.write(store, reruns.plan(store, then, chosen, ranking_public=public))
     if not carried:
         err.print(f"{challenge}/{source}: no succeeded results to carry ({choice})")
-    for c in carried:
-        rank = f"rank {c.plan.rank}" if c.plan.rank is not None else "unranked"
+    for c in sorted(carried, key=lambda c: c.plan.source.key) if not public else carried:
+        rank = "" if not public else f" (rank {c.plan.rank})" if c.plan.rank is not None else " (unranked)"
         why = f": {c.why}, skipped" if c.why else ""
-        err.print(f"[{STYLES[c.state]}]{c.state}[/] {escape(c.plan.source.key)} ({rank}) -> "
+        err.print(f"[{STYLES[c.state]}]{c.state}[/] {escape(c.plan.source.key)}{rank} -> "
                   f"{escape(str(c.plan.path.relative_to(store.root)))}{escape(why)}")
     return carried
 
@@ -104,7 +115,7 @@ def standings(store: Store, phase: Phase) -> list[Standing]:
 
 
 def cmd_preserve(args: argparse.Namespace) -> int:
-    store = Store(args.root)
+    store = open_store(args.root)
     phase = store.phase(args.challenge, args.phase)
     if not phase.runs_algorithms:
         raise UsageError(f"{args.challenge}/{args.phase} takes predictions files: there are no images to preserve")

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
-from runner.tree.store import Store
 
-from .common import err, out
+from .common import err, open_store, out
 from .keys import publish_keys
 
 
@@ -27,7 +26,7 @@ def register(sub) -> None:
 def generate_pages(root: Path) -> SiteConfig:
     """The staging folder, with what the phases allow now unsealed when the publish key is set."""
     config = SiteConfig.read(root)
-    pages.generate(Store(root, keys=publish_keys()), config.stage, config.templates, config.assets,
+    pages.generate(open_store(root, keys=publish_keys()), config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
     builder_config(config)  # the navigation just generated, for `mkdocs serve` as for builds
     return config

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
 from runner.tree.check import Report, check
-from runner.tree.store import Store
+from runner.tree.records import Keys
 
-from .common import err, out
+from .common import err, open_store, out
+from .keys import runner_keys
 
 
 def register(sub: Any) -> None:
@@ -21,7 +23,9 @@ def register(sub: Any) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Print every problem, then every warning; only problems fail the check."""
-    store = Store(args.root)
+    # github: recipients are read as the runner reads them, where GitHub is configured (Actions sets both).
+    online = os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_API_URL")
+    store = open_store(args.root, keys=runner_keys() if online else Keys())
     workflows = args.path is not None and args.path.resolve().is_relative_to((store.root / WORKFLOWS).resolve())
     report = Report() if workflows else check(store, args.path)
     if args.path is None or workflows:  # the repository's own workflows: GitHub-hosted runners only

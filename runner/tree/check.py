@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.errors import ChallengeError
 from runner.tree.details import supplementary_problem
 from runner.tree.jsonpaths import PLAIN, lookup, lookup_all
 from runner.tree.located import Key, ModelError, load_yaml
@@ -38,7 +39,7 @@ from runner.tree.policy import withholds
 from runner.tree.records import GITHUB
 from runner.tree.schema_parse import each_problem
 from runner.tree.schema_types import LOGIN, NAME
-from runner.tree.sealing import SealError, recipient
+from runner.tree.sealing import SSH_KINDS, SealError, recipient
 from runner.tree.sharing import describe, shared_images
 from runner.tree.store import Store
 
@@ -104,7 +105,7 @@ class _Checker:
         self.submissions: list[Submission] = []  # the valid ones, for what spans them (the same image)
         self.handlers: dict[str, Callable[[Path], object]] = {
             "challenge": self.challenge, "phase": self.phase, "submission": self.submission,
-            "result": load_result, "approvals": self.approvals, "exclusions": self.exclusions, "teams": load_teams,
+            "result": load_result, "approvals": self.approvals, "exclusions": self.exclusions, "teams": self.teams,
             "registration": self.registration}
 
     def file(self, kind: str, path: Path) -> None:
@@ -128,7 +129,9 @@ class _Checker:
             self.problem(path, ("platform",), f"a challenge hosted on {challenge.platform} takes no submissions here: "
                                               "remove its phases/, or set platform: self-hosted")
         for i, text in enumerate(challenge.recipients):
-            if not text.startswith(GITHUB):
+            if text.startswith(GITHUB):
+                self._github_keys(path, ("recipients", i), text.removeprefix(GITHUB))
+            else:
                 self._key(path, ("recipients", i), text)
         if challenge.publish_key:
             self._key(path, ("publish_key",), challenge.publish_key)
@@ -143,6 +146,32 @@ class _Checker:
             recipient(text)
         except SealError as exc:
             self.problem(path, key, str(exc).removeprefix("recipient: "))
+
+    def _github_keys(self, path: Path, key: Key, login: str) -> None:
+        """An organizer named by login must have a key GitHub publishes that results can be sealed to: found
+        here, not as every withheld result of the phase left pending. Read only where the store may ask GitHub."""
+        if self.store.keys.github_keys is None:
+            return
+        try:
+            published = self.store.keys.logins(login)
+        except ChallengeError as exc:
+            why = f"GitHub's keys of {login} could not be read ({exc}); they are checked when results are sealed"
+            self.report.warnings.append(load_yaml(path).error(key, why))
+            return
+        if not [k for k in published if k.split(" ", 1)[0] in SSH_KINDS]:
+            kinds = ", ".join(sorted({k.split(" ", 1)[0] for k in published})) or "none at all"
+            self.problem(path, key, f"{GITHUB}{login} has no ed25519 or RSA key on GitHub ({kinds}): nothing can be "
+                                    "sealed to them; add one there, or write an age or SSH public key here")
+
+    def teams(self, path: Path) -> None:
+        """A team may not be named like a registered participant who is not in it: they would share the
+        folder, and the team's members would read that participant's sealed logs."""
+        registered = {p.stem.lower(): p.stem for p in (path.parent / "registrations").glob("*.yml")}
+        for team, members in load_teams(path).items():
+            login = registered.get(team.lower())
+            if login and login.lower() not in members:
+                self.problem(path, (team,), f"team {team!r} has the name of the registered participant {login}, who "
+                                            "is not in it: rename the team")
 
     def phase(self, path: Path) -> None:
         slug = path.parent.parent.name

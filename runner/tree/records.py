@@ -11,10 +11,10 @@ The repository is public, so a result whose phase withholds anything is written 
 Sealed files are written first and the public record last, with a rename each, so a runner killed
 in between leaves the submission pending and the next run writes all three again.
 
-The runner also keeps the whole result, in plain text, under `build/withheld/` of its own checkout
-(git-ignored, never committed): so nothing is lost when a challenge names no recipients yet
-(`challenge check` says so), and a site built on the runner publishes what the phases allow
-without needing the publish key.
+The runner also keeps the whole result, in plain text, under `withheld/` of its state folder
+(`build/withheld/` of its own checkout without one; never committed): so nothing is lost when a
+challenge names no recipients yet (`challenge check` says so), and a site built on the runner
+publishes what the phases allow without needing the publish key.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def recipients(challenge: Challenge, keys: Keys, *, publish: bool) -> list[Recip
     found: list[Recipient] = []
     for i, text in enumerate(challenge.recipients):
         where = f"{challenge.slug}/challenge.yml: recipients[{i}]"
-        if text.startswith(GITHUB):
-            found += [recipient(key, where=where) for key in keys.logins(text.removeprefix(GITHUB))]
+        if text.startswith(GITHUB):  # the kinds age seals to; an ECDSA key GitHub also publishes is left out
+            found += [recipient(key, where=where) for key in keys.logins(text.removeprefix(GITHUB))
+                      if key.split(" ", 1)[0] in SSH_KINDS]
         else:
             found.append(recipient(text, where=where))
     if publish and challenge.publish_key:
@@ -70,30 +71,35 @@ def recipients(challenge: Challenge, keys: Keys, *, publish: bool) -> list[Recip
     return found
 
 
-def local_path(root: Path, public: Path) -> Path:
-    """Where the runner keeps the whole result of the public record `public`, outside git."""
-    return root / "build" / "withheld" / public.relative_to(root)
+def local_path(withheld: Path, root: Path, public: Path) -> Path:
+    """Where the runner keeps the whole result of the public record `public` (of the tree at `root`),
+    outside git: under `withheld`, its state folder's when the runner has one (a checkout that a
+    workflow cleans for every job keeps nothing between jobs)."""
+    return withheld / public.relative_to(root)
 
 
 def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Keys, participants: list[str]) -> None:
     """The sealed record, and the logs sealed to `participants` (GitHub logins) where there are logs;
     nothing when the challenge names nobody to seal to (the runner's local copy keeps it all)."""
-    organizers = recipients(challenge, keys, publish=False)
     everyone = recipients(challenge, keys, publish=True)
     if not everyone:
         return
     whole = result.without_logs()
     write_atomic(sealed_path(public), seal(whole.to_json().encode(), everyone))
-    if result.logs:
-        # A participant with no SSH key on GitHub cannot read them; the organizers still can.
-        own = [recipient(key, where=f"GitHub's keys of {login}") for login in participants
-               for key in keys.logins(login) if key.split(" ", 1)[0] in SSH_KINDS]
-        if own + organizers:
-            write_atomic(logs_path(public), seal(json.dumps(result.logs, indent=2).encode(), own + organizers))
+    if result.logs and (readers := log_readers(challenge, keys, participants)):
+        write_atomic(logs_path(public), seal(json.dumps(result.logs, indent=2).encode(), readers))
 
 
-def read_local(root: Path, public: Path) -> Result | None:
-    path = local_path(root, public)
+def log_readers(challenge: Challenge, keys: Keys, participants: list[str]) -> list[Recipient]:
+    """Who reads a debugging phase's logs: the participants (by the SSH keys GitHub publishes for their
+    logins; one with none cannot) and the organizers."""
+    own = [recipient(key, where=f"GitHub's keys of {login}") for login in participants
+           for key in keys.logins(login) if key.split(" ", 1)[0] in SSH_KINDS]
+    return own + recipients(challenge, keys, publish=False)
+
+
+def read_local(withheld: Path, root: Path, public: Path) -> Result | None:
+    path = local_path(withheld, root, public)
     return Result.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 

@@ -35,10 +35,12 @@ from runner.tree.records import Keys, local_path, read_local, read_sealed, write
 class Store:
     """Reads `<root>/challenges/` and writes results into it."""
 
-    def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None):
+    def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None, withheld: Path | None = None):
         self.root = root.resolve()
-        # Submission locks: in the runner host's state folder when checkouts share one (CHALLENGE_STATE_DIR).
+        # Submission locks and whole results: in the runner host's state folder when it has one
+        # (CHALLENGE_STATE_DIR: checkouts share it, and a workflow's cleaned checkout loses nothing there).
         self.locks = locks or self.root / "build" / "locks"
+        self.withheld = withheld or self.root / "build" / "withheld"
         self.paths = TreePaths(self.root)
         self.base = self.paths.base
         self.keys = keys  # to seal results, and to open sealed ones (an organizer's or the publish key)
@@ -115,7 +117,7 @@ class Store:
 
     def runner_result(self, submission: Submission) -> Result | None:
         """The whole result as this runner wrote it (its git-ignored copy), else what `result` reads."""
-        return read_local(self.root, self.result_path(submission)) or self.result(submission)
+        return self.local(self.result_path(submission)) or self.result(submission)
 
     def results(self, slug: str, phase: str) -> list[Result]:
         """The phase's results: whole where the store's keys open their sealed part, else as public."""
@@ -126,7 +128,11 @@ class Store:
         public = load_result(path)
         if not public.withheld:
             return public
-        return read_local(self.root, path) or read_sealed(path, self.keys) or public
+        return self.local(path) or read_sealed(path, self.keys) or public
+
+    def local(self, public: Path) -> Result | None:
+        """The whole result this runner keeps of the public record at `public`, if it keeps one."""
+        return read_local(self.withheld, self.root, public)
 
     def published(self, slug: str, phase: Phase | str) -> list[Result]:
         """The results the public may see: all of them, or, where the phase sets
@@ -141,6 +147,13 @@ class Store:
         now = dt.datetime.now(dt.UTC)  # once: the rule depends on the result only through its approval
         listed = {flag: visibility(phase, now=now, approved=flag).listed for flag in (False, True)}
         return [r for r in results if listed[f"{r.participant}/{r.submission}" in approved]]
+
+    def public(self, phase: Phase, results: list[Result], *, now: dt.datetime | None = None) -> list[Result]:
+        """What anyone may see of `results` now: the listed ones, each cut to what `policy.public_record`
+        shows (what a command shows to whoever gives no key, as the site does)."""
+        approved = self.approvals(phase.challenge, phase.slug)
+        return [public_record(r, phase, self.visibility(phase, r, now=now, approved=approved))
+                for r in self.visible(phase, results)]
 
     def visibility(self, phase: Phase, result: Result, *, now: dt.datetime | None,
                    approved: set[str] | None = None) -> Visibility:
@@ -162,7 +175,7 @@ class Store:
         phase = self.phase(submission.challenge, submission.phase)
         public = public_record(result, phase, self.visibility(phase, result, now=now))
         if withholds(phase) or public != result:  # the runner keeps the whole result (git-ignored)
-            write_atomic(local_path(self.root, path), result.to_json().encode())
+            write_atomic(local_path(self.withheld, self.root, path), result.to_json().encode())
         if withholds(phase):
             write_sealed(path, result, challenge=self.challenge(submission.challenge), keys=self.keys,
                          participants=self.logins(submission.challenge, submission.participant))

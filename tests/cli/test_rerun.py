@@ -57,7 +57,7 @@ def test_a_blind_phase_is_ranked_with_an_organizers_key_only(repo, tmp_path, cap
     shutil.rmtree(repo / "build" / "withheld")  # an organizer's clone: the public records and the sealed ones
 
     args = ["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--best",
-            "--data-root", str(tmp_path)]
+            "--data-root", str(tmp_path), "--publish-selection"]
     assert main(args) == 1
     assert capsys.readouterr().err.strip() == (
         "error: ellipsoid-segmentation/final-test: the scores of 2 result(s) are withheld (scores withheld until "
@@ -65,8 +65,32 @@ def test_a_blind_phase_is_ranked_with_an_organizers_key_only(repo, tmp_path, cap
     assert carried_files(repo) == {}
 
     keys = Keys(identities=tuple(identities([secret])))
-    carry(Store(repo, keys=keys), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 1))
-    assert carried_files(repo) == {"bob/v1": "Re-run of final-test result bob/v1 (rank 1 in final-test)."}
+    carry(Store(repo, keys=keys), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 1),
+          publish_selection=True)
+    assert carried_files(repo) == {"bob/v1": "Re-run by the organizers."}  # no rank, no source phase
+
+
+def test_a_selection_from_a_phase_that_withholds_its_ranking_is_refused_unless_published_on_purpose(repo, tmp_path,
+                                                                                                    capsys):
+    """The files a --top or --best rerun writes show who was selected: from a blind phase, that is the
+    organizer's explicit choice, and even then no file names a rank, the source phase or an order."""
+    edit_yaml(phase_file(repo), blind=True)
+    for participant, dice in (("alice", 0.6), ("bob", 0.9), ("carol", 0.8)):
+        add_result(repo, participant, "v1", dice)
+    args = ["--root", str(repo), "rerun", CHALLENGE, "--from", PHASE, "--to", TARGET, "--top", "2",
+            "--data-root", str(tmp_path)]
+    assert main(args) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: ellipsoid-segmentation/final-test withholds its ranking now: the files --top writes would publish "
+        "who was selected; rerun --all, wait until it is revealed, or pass --publish-selection to publish the "
+        "selection (never the ranks)")
+    assert carried_files(repo) == {}
+    carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 2), publish_selection=True)
+    assert carried_files(repo) == {"bob/v1": "Re-run by the organizers.", "carol/v1": "Re-run by the organizers."}
+    printed = capsys.readouterr().err
+    assert "rank" not in printed and printed.index("bob/v1") < printed.index("carol/v1")  # by name, not by rank
+    written = "".join(p.read_text() for p in (repo / "challenges" / CHALLENGE / "submissions" / TARGET).rglob("*.yml"))
+    assert "rank" not in written and PHASE not in written
 
 
 @pytest.mark.parametrize(("kind", "message"), [

@@ -19,7 +19,7 @@ from runner.evaluation.training import TrainingFolder
 from runner.execution.images import tree_hash
 from runner.ranking.leaderboard import leaderboard
 from runner.tree.model import Result
-from runner.tree.records import Keys, logs_path, read_local
+from runner.tree.records import Keys, logs_path
 from runner.tree.store import Store
 from tests.evaluation.test_challenges_examples import make_data, submit_example
 
@@ -104,7 +104,7 @@ def test_final_phase_trains_predicts_scores_and_stops_the_slow_one(repo, engine,
     assert sorted(retrained) == ["alice", "bob"] and retrained["alice"].status == "succeeded"
     assert retrained["alice"].metrics["aggregates"]["auc"] > 0.85 > retrained["bob"].metrics["aggregates"]["auc"]
     assert retrained["alice"].training.model_sha256 != trained.model_sha256  # trained anew, on more lesions
-    whole = read_local(store.root, store.paths.result_file(SLUG, "retrain", "alice", "logistic-v1"))
+    whole = store.local(store.paths.result_file(SLUG, "retrain", "alice", "logistic-v1"))
     assert whole and whole.training and whole.training.last_line == "trained 300 epochs on 800 lesions"
 
 
@@ -118,7 +118,7 @@ def test_debugging_phase_keeps_the_training_log(repo, engine, base_image, data_r
     assert public.status == "succeeded", public.error
     assert public.metrics["aggregates"]["auc"] > 0.8 and public.logs is None
     assert logs_path(path).is_file()  # the participant's logs, committed sealed
-    whole = read_local(store.root, path)  # the runner's own copy
+    whole = store.local(path)  # the runner's own copy
     assert whole is not None and whole.logs is not None
     assert "epoch 300/300 loss" in whole.logs["training"]
 

@@ -26,7 +26,6 @@ from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, SandboxError
 from runner.tree.model import ModelError, Result
-from runner.tree.records import read_local
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, phase_file, write_submission
@@ -574,7 +573,7 @@ def test_full_logs_stay_on_the_runner_unless_the_phase_is_for_debugging(repo, fa
     assert (tmp_path / "logs" / KEY / "algorithm.log").read_text() == "step 1\ndebug detail\nRuntimeError: boom\n"
     phase_file(repo).write_text(phase_file(repo).read_text() + "give_algorithm_editors_job_view_permissions: true\n")
     run_jobs(everything(store), store=store, executor=fake, config=config, rerun=True)
-    whole = read_local(store.root, store.result_path(everything(store)[0]))  # the public record never has logs
+    whole = store.local(store.result_path(everything(store)[0]))  # the public record never has logs
     assert whole is not None and "debug detail" in whole.logs["algorithm"]
 
 

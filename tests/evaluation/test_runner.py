@@ -9,7 +9,6 @@ from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
 from runner.execution.measure import Sampler, flare_gpu_summary
 from runner.execution.sandbox import RunSpec, SandboxError
-from runner.tree.records import read_local
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 
@@ -115,7 +114,7 @@ def test_debug_phase_shows_full_logs_others_only_the_last_line(repo, engine, dat
     assert "debug detail that is not the reason" in log.read_text()
     set_phase(repo, give_algorithm_editors_job_view_permissions="true")
     run_jobs([store.submission(sub)], store=store, executor=engine, config=config, base=base_image, rerun=True)
-    result = read_local(store.root, store.result_path(store.submission(sub)))  # the public record never has logs
+    result = store.local(store.result_path(store.submission(sub)))  # the public record never has logs
     assert "debug detail that is not the reason" in result.logs["algorithm"]
 
 

@@ -17,7 +17,6 @@ from runner.evaluation.queue import run_jobs
 from runner.evaluation.training import BLOCK, MAX_CHECKPOINT_DEPTH, TrainingFolder, TrainingState
 from runner.execution.fake import Behaviour, FakeExecutor
 from runner.execution.images import tree_hash
-from runner.tree.records import read_local
 from runner.tree.store import Store
 from tests.evaluation import test_job_fake
 from tests.evaluation.test_job_fake import ALGORITHM, KEY, edit_phase, evaluate_all, result_of, submit
@@ -191,7 +190,7 @@ def test_a_debugging_phase_shows_the_participant_every_attempt_log(training_phas
     submit(training_phase, fake, Behaviour(write=fit, stderr="epoch 1\nepoch 2\n"), Behaviour(write=predict))
     evaluate_all(training_phase, fake, config)
     store = Store(training_phase)
-    whole = read_local(store.root, store.result_path(store.submission(
+    whole = store.local(store.result_path(store.submission(
         store.paths.submission_file(CHALLENGE, PHASE, "alice", "v1"))))
     assert whole is not None and "epoch 2" in (whole.logs or {}).get("training", "")
     assert result_of(training_phase).logs is None  # the public record never carries logs
