@@ -113,8 +113,19 @@ def _check_ranked(succeeded: list[Standing]) -> None:
                          f"({first.withheld}); pass --identity with an organizer's key to rank them")
 
 
-def plan(store: Store, target: Phase, chosen: Sequence[Standing]) -> list[PlannedRerun]:
-    """The submission file in `target` for each chosen result of the source phase."""
+def check_withheld(source: Phase, choice: Choice, *, ranking_public: bool, publish_selection: bool) -> None:
+    """A selection by rank writes submission files for the selected only, so the files show who was
+    selected: from a phase whose ranking is withheld now, only when the organizer says so."""
+    if choice.how != "all" and not ranking_public and not publish_selection:
+        raise RerunError(f"{source.challenge}/{source.slug} withholds its ranking now: the files --{choice.how} "
+                         "writes would publish who was selected; rerun --all, wait until it is revealed, or pass "
+                         "--publish-selection to publish the selection (never the ranks)")
+
+
+def plan(store: Store, target: Phase, chosen: Sequence[Standing], *, ranking_public: bool = True
+         ) -> list[PlannedRerun]:
+    """The submission file in `target` for each chosen result of the source phase. A source phase whose
+    ranking is withheld now is named in none of them, nor any rank."""
     planned = []
     for standing in chosen:
         result = standing.result
@@ -126,14 +137,18 @@ def plan(store: Store, target: Phase, chosen: Sequence[Standing]) -> list[Planne
         planned.append(PlannedRerun(
             source, standing.rank,
             store.paths.submission_file(target.challenge, target.slug, source.participant, source.id),
-            _text(source, target, standing.rank)))
+            _text(source, target, standing.rank if ranking_public else None, ranking_public=ranking_public)))
     return planned
 
 
-def _text(source: Submission, target: Phase, rank: int | None) -> str:
-    """The carried submission: the same algorithm and title, and a description saying where it came from."""
-    standing = f"rank {rank}" if rank is not None else "unranked"
-    said = f"Re-run of {source.phase} result {source.participant}/{source.id} ({standing} in {source.phase})."
+def _text(source: Submission, target: Phase, rank: int | None, *, ranking_public: bool) -> str:
+    """The carried submission: the same algorithm and title, and a description saying where it came from
+    (from a phase that withholds its ranking, only that the organizers ran it again)."""
+    if ranking_public:
+        standing = f"rank {rank}" if rank is not None else "unranked"
+        said = f"Re-run of {source.phase} result {source.participant}/{source.id} ({standing} in {source.phase})."
+    else:
+        said = "Re-run by the organizers."
     description = f"{said}\n\n{source.description}" if source.description else said
     algorithm = ({"image": source.image} if source.image else
                  {"image_archive": asdict(source.image_archive)} if source.image_archive else {})
