@@ -187,6 +187,26 @@ def test_the_site_with_the_key_shows_what_the_phases_allow_now(world, repo):
     assert repr(secret("approval", "bob", "mean")) not in approved
 
 
+def test_a_phase_showing_only_its_columns_ranks_on_its_sealed_per_case_values(world, repo):
+    """rank-then-aggregate ranks on per-case values the phase seals: the site built with the key ranks
+    every result and still shows none of those values; without the key it cannot rank, and says so."""
+    edit_yaml(repo / "challenges" / CHALLENGE / "phases" / "columns.yml", scoring_method_choice="rank-then-aggregate")
+    commit(repo, "2027-05-03T10:00:00Z", "Rank on per-case values")
+    repo = fresh_clone(repo)
+    text = site_text(repo, now=BEFORE, publish_key=world["publish"])
+    board = json.loads((SiteConfig.read(repo).stage / CHALLENGE / "leaderboard" / "columns" / "leaderboard.json")
+                       .read_text())
+    assert sorted(row["rank"] for row in board) == [1, 2]
+    assert [v for v in withheld()["columns"] if v in text] == []
+    config, lines = SiteConfig.read(repo), []
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, now=BEFORE, log=lines.append)
+    assert lines == [f"{CHALLENGE}/columns: 2 result(s) published without their sealed part (scores, per-case "
+                     "values): build with the publish key (CHALLENGE_PUBLISH_KEY)"]
+    board = json.loads((SiteConfig.read(repo).stage / CHALLENGE / "leaderboard" / "columns" / "leaderboard.json")
+                       .read_text())
+    assert [row["rank"] for row in board] == [None, None]
+
+
 def test_the_organizers_key_opens_every_sealed_result(world, repo, capsys):
     for phase in ("blind", "approval", "private", "columns"):
         record = repo / "challenges" / CHALLENGE / "results" / phase / "alice" / "v1.json"
@@ -222,9 +242,9 @@ def test_a_blind_phases_failed_evaluation_publishes_a_fixed_sentence(repo, tmp_p
     phase withholds: in a blind phase its line is sealed, and the record, the site and the comment say only
     that it failed; the organizer's key opens the real line."""
     leaked = "AssertionError: case-0 truth is 0.7901234531"
-    organizer = new_identity()
+    organizer, publish = new_identity(), new_identity()
     (tmp_path / "organizer.key").write_text(organizer[0])
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=[organizer[1]])
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=[organizer[1]], publish_key=publish[1])
     edit_yaml(repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml", blind=True)
     fake = FakeExecutor()
     fake.add_image(EVALUATION, Behaviour(exit_code=1, stderr=f"Traceback (most recent call last):\n{leaked}"))
@@ -243,7 +263,7 @@ def test_a_blind_phases_failed_evaluation_publishes_a_fixed_sentence(repo, tmp_p
                         base=FAKE_BASE, retry=Retry(attempts=1))
     record = repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
     public = json.loads(record.read_text())
-    assert (report.status, public["error"]) == ("failed", EVALUATION_FAILED)
+    assert (report.status, report.detail, public["error"]) == ("failed", EVALUATION_FAILED, EVALUATION_FAILED)
     assert leaked not in record.read_text()
     assert leaked not in result_comment(load_result(record), store.phase(CHALLENGE, PHASE),
                                         store.visibility(store.phase(CHALLENGE, PHASE), load_result(record), now=None))
@@ -251,8 +271,11 @@ def test_a_blind_phases_failed_evaluation_publishes_a_fixed_sentence(repo, tmp_p
     history = subprocess.run(["git", "log", "-p", "--all"], cwd=repo, capture_output=True, text=True, check=True)
     assert leaked not in history.stdout
     assert leaked not in site_text(fresh_clone(repo), now=BEFORE)
+    # Neither where the whole result opens: the publish key, or the runner's own copies beside its checkout.
+    assert leaked not in site_text(fresh_clone(repo), now=BEFORE, publish_key=publish[0])
     assert main(["--root", str(repo), "unseal", str(record), "--identity", str(tmp_path / "organizer.key")]) == 0
     assert leaked in capsys.readouterr().out
+    assert leaked not in site_text(repo, now=BEFORE)
 
 
 def test_commands_on_the_runners_own_checkout_show_what_the_site_shows(world, repo, tmp_path, capsys):
@@ -269,3 +292,7 @@ def test_commands_on_the_runners_own_checkout_show_what_the_site_shows(world, re
                  "--identity", str(world["organizer"])]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted(row["Dice (mean)"] for row in rows) == sorted(secret("blind", p, "mean") for p in PARTICIPANTS)
+    # Any other key shows what it opens, not the runner's copies: a participant's opens no scores.
+    assert main(["--root", str(repo), "leaderboard", CHALLENGE, "blind", "--format", "json",
+                 "--identity", str(world["participants"]["alice"][0])]) == 0
+    assert all(row["Dice (mean)"] is None for row in json.loads(capsys.readouterr().out))

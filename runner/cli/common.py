@@ -27,8 +27,8 @@ def state_dir(root: Path) -> Path:
     return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
 
 
-def open_store(root: Path, *, keys: Keys = Keys()) -> Store:
+def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True) -> Store:
     """The tree at `root`, with what a runner keeps of it in its state folder: the submissions' locks and
-    the whole results its public records withhold."""
+    the whole results its public records withhold (read unless `copies` is False)."""
     state = state_dir(root)
-    return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld")
+    return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies)

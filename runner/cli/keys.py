@@ -50,13 +50,19 @@ def _identity(parser: argparse.ArgumentParser, default: Path | None = None) -> N
 def runner_keys() -> Keys:
     """What the runner seals with: GitHub's public SSH keys of participants and github:<login>
     recipients, read through the API (with Actions' GITHUB_TOKEN and GITHUB_API_URL when set)."""
-    return Keys(github_keys=_github_keys)
+    return Keys(github_keys=_github_keys, github_account=_github_account)
 
 
 def _github_keys(login: str) -> list[str]:
     from runner.pullrequests.github import GitHub  # PyGithub only for runs that seal
 
     return GitHub.users().ssh_keys(login)
+
+
+def _github_account(login: str) -> bool:
+    from runner.pullrequests.github import GitHub
+
+    return GitHub.users().account_exists(login)
 
 
 def publish_keys() -> Keys:

@@ -39,7 +39,9 @@ def leaderboard_keys(args: argparse.Namespace) -> Keys:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    store = open_store(args.root, keys=leaderboard_keys(args))
+    keys = leaderboard_keys(args)
+    # With a key, whole results only where it opens them: the runner's own copies open to no key.
+    store = open_store(args.root, keys=keys, copies=not keys.identities)
     spec = next((c for c in store.challenge(args.challenge).combined_leaderboards if c.slug == args.phase), None)
     if spec is not None:
         return _combined(store, args, spec)
@@ -98,4 +100,4 @@ def _results(store: Store, args: argparse.Namespace, phase: Phase) -> list[Resul
                  else History(store).results_as_of(phase.challenge, phase.slug, as_of))
     except HistoryError as exc:
         raise UsageError(f"--as-of needs the repository's git history: {exc}") from None
-    return found if store.keys.identities else store.public(phase, found)
+    return found if store.keys.identities else store.ranked(phase, found)

@@ -37,7 +37,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                   console=err, transient=True) as bar:
         task = bar.add_task("report", total=None)
         keys = leaderboard_keys(args)
-        report = build_report(open_store(root, keys=keys), args.challenge, phases=args.phase, samples=args.samples,
+        store = open_store(root, keys=keys, copies=not keys.identities)  # a key sees only what it opens
+        report = build_report(store, args.challenge, phases=args.phase, samples=args.samples,
                               whole=bool(keys.identities),
                               seed=args.seed, progress=lambda done, total, what: bar.update(
                                   task, completed=done, total=total, description=what))

@@ -18,7 +18,7 @@ from runner.evaluation.reruns import Carried, Choice, Standing
 from runner.execution.sandbox import Executor
 from runner.ranking.leaderboard import leaderboard
 from runner.tree.exclusions import exclusions
-from runner.tree.model import ModelError, Phase, Submission
+from runner.tree.model import ModelError, Phase, Result, Submission
 from runner.tree.policy import visibility
 from runner.tree.store import Store
 
@@ -89,13 +89,17 @@ def carry(store: Store, challenge: str, *, source: str, target: str, choice: Cho
     others read its output, an Actions log)."""
     first, then = store.phase(challenge, source), store.phase(challenge, target)
     reruns.check_phases(first, then)
-    public = visibility(first, now=dt.datetime.now(dt.UTC)).scores
+    results, now = store.results(challenge, source), dt.datetime.now(dt.UTC)
+    # The ranking is public when every result's scores are (an unapproved result's are not, nor its rank).
+    public = visibility(first, now=now).scores and all(store.visibility(first, r, now=now).scores for r in results)
     reruns.check_withheld(first, choice, ranking_public=public, publish_selection=publish_selection)
-    chosen = reruns.select(standings(store, first), choice)
+    chosen = reruns.select(standings(store, first, results), choice)
+    if not public:  # best first would tell the ranking: in the log, and in the order the results are made
+        chosen.sort(key=lambda s: (s.result.participant, s.result.submission))
     carried = reruns.write(store, reruns.plan(store, then, chosen, ranking_public=public))
     if not carried:
         err.print(f"{challenge}/{source}: no succeeded results to carry ({choice})")
-    for c in sorted(carried, key=lambda c: c.plan.source.key) if not public else carried:
+    for c in carried:
         rank = "" if not public else f" (rank {c.plan.rank})" if c.plan.rank is not None else " (unranked)"
         why = f": {c.why}, skipped" if c.why else ""
         err.print(f"[{STYLES[c.state]}]{c.state}[/] {escape(c.plan.source.key)}{rank} -> "
@@ -103,10 +107,9 @@ def carry(store: Store, challenge: str, *, source: str, target: str, choice: Cho
     return carried
 
 
-def standings(store: Store, phase: Phase) -> list[Standing]:
-    """Each result of `phase` with its rank on the leaderboard the site shows; what an organizer
+def standings(store: Store, phase: Phase, results: list[Result]) -> list[Standing]:
+    """Each of `results` (the phase's) with its rank on the leaderboard they make; what an organizer
     excluded from the rankings is left out of reruns too."""
-    results = store.results(phase.challenge, phase.slug)
     board = leaderboard(phase, results, excluded=exclusions(store.paths, phase.challenge, phase.slug))
     ranks = {(r.participant, r.submission): r.rank for r in board.rows}
     out = {(e.result.participant, e.result.submission) for e in board.excluded}

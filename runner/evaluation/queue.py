@@ -15,7 +15,7 @@ from runner.errors import ChallengeError, Retry
 from runner.evaluation.job import CaseCallback, RunnerConfig, RunnerError, evaluate
 from runner.evaluation.sweep import sweep
 from runner.execution.sandbox import Executor, Log, SandboxError
-from runner.tree.model import Phase, Result, Submission
+from runner.tree.model import Phase, Result, Submission, load_result
 from runner.tree.store import Store
 
 # The evaluation kit joins every evaluation image's build context as `evalkit/`, so an organizer's
@@ -93,11 +93,14 @@ def _run_one(submission: Submission, queue: _Queue, *, rerun: bool) -> JobReport
         try:
             result = queue.retry.call(lambda attempt: _attempt(submission, queue, attempt), log=queue.log)
             path = store.write_result(submission, result)
+            # What the record says of a failure, not the whole reason: the report reaches an Actions log,
+            # which is public, and an evaluation's last line may hold what the phase withholds.
+            error = load_result(path).error or ""
         except (ChallengeError, OSError) as exc:  # the runner's problem (or the host's): left pending
             return JobReport(submission.key, "error", f"{exc} (left pending)")
         except Exception as exc:  # a bug of ours must not stop the queue behind this submission
             return JobReport(submission.key, "error", f"runner error {type(exc).__name__}: {exc} (left pending)")
-        return JobReport(submission.key, result.status, result.error or "", path)
+        return JobReport(submission.key, result.status, error, path)
 
 
 def _attempt(submission: Submission, queue: _Queue, attempt: int) -> Result:

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, UnknownObjectException
 from github.GitTreeElement import GitTreeElement
 from github.Repository import Repository
 
@@ -143,6 +143,16 @@ class GitHub:
         only that person may read."""
         return self._call(f"reading the SSH keys of {login}",
                           lambda: [key.key for key in self._client.get_user(login).get_keys()])
+
+    def account_exists(self, login: str) -> bool:
+        """Whether GitHub has a user or organization named `login`."""
+        def read() -> bool:
+            try:
+                self._client.get_user(login, lazy=False)
+            except UnknownObjectException:
+                return False
+            return True
+        return self._call(f"looking up the GitHub account {login}", read)
 
     def dispatch(self, event: str, payload: dict[str, Any]) -> None:
         """A `repository_dispatch` of type `event` to this repository: what starts a workflow listening for

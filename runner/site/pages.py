@@ -105,16 +105,11 @@ class PhasePage:
 
 class Memo:
     """Outputs that depend only on their inputs (a dated snapshot, a bootstrap), kept between runs
-    in `folder` under a hash of those inputs and of the code that computes them: history does not
-    change, so a rebuild ranks only what is new. No folder: nothing is kept."""
+    in `folder` under a hash of those inputs and of `code` (`_code`: every stage that shapes them),
+    since history does not change, a rebuild ranks only what is new. No folder: nothing is kept."""
 
-    MODULES = ("tree/history", "tree/jsonpaths", "tree/model", "site/pages", "site/feeds", "ranking/methods",
-               "ranking/leaderboard", "ranking/uncertainty")
-
-    def __init__(self, folder: Path | None):
-        self.folder, self.used = folder, set()
-        package = Path(__file__).parents[1]
-        self.code = hashlib.sha256(b"".join((package / f"{m}.py").read_bytes() for m in self.MODULES)).hexdigest()
+    def __init__(self, folder: Path | None, code: str = ""):
+        self.folder, self.used, self.code = folder, set(), code
 
     def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
         if self.folder is None:
@@ -153,7 +148,6 @@ class _Run:
     history: History
     memo: Memo
     now: dt.datetime
-    code: str = ""  # a hash of the code and templates behind the pages (`_code`)
     phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     wanted: dict[Path, bytes] = field(default_factory=dict)
     # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
@@ -189,8 +183,9 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     today = today or now.date()
     manifest = cache and cache.with_name(f"{cache.name}-stage.pickle")
     history = History(store, cache=cache and cache.with_name(f"{cache.name}-history.pickle"))
-    run = _Run(environment(templates), history, Memo(cache), now, _code(templates),
-               Memo(cache and cache.with_name(f"{cache.name}-phases")), staged=_staged(manifest), stage=stage)
+    code = _code(templates)
+    run = _Run(environment(templates), history, Memo(cache, code), now,
+               Memo(cache and cache.with_name(f"{cache.name}-phases"), code), staged=_staged(manifest), stage=stage)
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
@@ -290,7 +285,7 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
     withheld = next((shown.note for p in phases.values() if not (shown := visibility(p, now=run.now)).scores), "")
-    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p),
+    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p, now=run.now),
                                                              excluded=exclusions(store.paths, challenge.slug, slug))
                                             for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
@@ -354,7 +349,7 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str
         nonlocal files
         sub = replace(run, wanted={}, left_out=[])
         used = set(run.memo.used)
-        published = store.published(phase.challenge, phase)
+        published = store.published(phase.challenge, phase, now=run.now)
         _phase_files(sub, challenge, phase, published)
         files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
         digests = {str(rel): _digest(data) for rel, data in files.items()}
@@ -387,7 +382,7 @@ def _phase_key(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> s
         snapshots = []
     files: list[str] = []
     _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
-    return (f"phase {run.code} {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots}\n"
+    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots}\n"
             + "\n".join(sorted(files)))
 
 
@@ -454,7 +449,9 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
             run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json({**public, **extra})
     for participant, records_of in bundles.items():
         run.wanted[viewer / f"{participant}.json"] = _json(records_of)
-    if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and not r.metrics]):
+    unranked = {(row.participant, row.submission) for row in board.rows if row.rank is None}
+    if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and (
+            not r.metrics or (r.participant, r.submission) in unranked)]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
 
@@ -500,7 +497,7 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
         def compute(snap: Snapshot = snap) -> bytes:
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r
                     for r in run.history.results(snap, files)]
-            rows = records(leaderboard(phase, store.visible(phase, then), excluded=excluded, made=made))
+            rows = records(leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)}"
         run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)

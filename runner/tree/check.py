@@ -164,14 +164,32 @@ class _Checker:
                                     "sealed to them; add one there, or write an age or SSH public key here")
 
     def teams(self, path: Path) -> None:
-        """A team may not be named like a registered participant who is not in it: they would share the
-        folder, and the team's members would read that participant's sealed logs."""
+        """A team may not be named like a registered participant, or (where GitHub is configured) like any
+        GitHub account, who is not in it: they would share the folder, and the team's members would read
+        that person's sealed logs."""
         registered = {p.stem.lower(): p.stem for p in (path.parent / "registrations").glob("*.yml")}
         for team, members in load_teams(path).items():
-            login = registered.get(team.lower())
-            if login and login.lower() not in members:
+            if team.lower() in members:
+                continue
+            if login := registered.get(team.lower()):
                 self.problem(path, (team,), f"team {team!r} has the name of the registered participant {login}, who "
                                             "is not in it: rename the team")
+            elif self._account(path, team):
+                self.problem(path, (team,), f"team {team!r} has the name of the GitHub account {team}, who is not "
+                                            "in it: rename the team")
+
+    def _account(self, path: Path, login: str) -> bool:
+        """Whether GitHub has an account named `login`; False where GitHub is not configured. Where GitHub
+        cannot say, that is a problem too: a check that passes untried would pass the name."""
+        exists = self.store.keys.github_account
+        if exists is None:
+            return False
+        try:
+            return exists(login)
+        except ChallengeError as exc:
+            self.problem(path, (login,), f"whether GitHub has an account named {login} could not be read ({exc}): "
+                                         "run the check again")
+            return False
 
     def phase(self, path: Path) -> None:
         slug = path.parent.parent.name

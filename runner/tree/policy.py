@@ -19,8 +19,9 @@ from typing import Any
 from runner.tree.jsonpaths import compiled
 from runner.tree.model import Phase, Result, RunRecord, scored_document
 
-# What a phase that withholds scores publishes of a result whose evaluation failed (its reason is sealed).
-EVALUATION_FAILED = "The evaluation failed; its reason is withheld with the scores and sealed for the organizers"
+# What a phase that withholds scores or per-case values publishes of a result whose evaluation failed.
+EVALUATION_FAILED = ("The evaluation failed; its reason may hold what this phase withholds and is sealed for the "
+                     "organizers")
 
 
 @dataclass(frozen=True)
@@ -80,21 +81,31 @@ def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     (a phase may rank on time: its start and end neither), and an evaluation's failure is a fixed
     sentence (the evaluation reads the ground truth: its last line, an assert or a traceback, may
     hold a withheld value); with `display_all_metrics: false`, only the values of the leaderboard's
-    columns are."""
+    columns are (and an evaluation's failure is the fixed sentence too)."""
     result = result.without_logs()
+    failed_evaluating = result.status == "failed" and result.evaluation is not None
     if not shown.scores:
-        failed_evaluating = result.status == "failed" and result.evaluation is not None
         return replace(result, metrics=None, algorithm=_image_only(result.algorithm),
                        evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                        started_at=None, finished_at=None, withheld=shown.note,
                        error=EVALUATION_FAILED if failed_evaluating else result.error)
-    if phase.display_all_metrics or result.status != "succeeded":
+    if phase.display_all_metrics:
         return result
+    if result.status != "succeeded":
+        return replace(result, error=EVALUATION_FAILED) if failed_evaluating else result
     paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
     kept = _only(scored_document(result), paths)
     return replace(result, metrics=kept, algorithm=_image_only(result.algorithm),
                    evaluation=_image_only(result.evaluation), training=_image_only(result.training),
                    withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
+
+
+def ranked_record(result: Result, phase: Phase, shown: Visibility) -> Result:
+    """What a leaderboard ranks `result` on: every value where its scores show (a phase that publishes
+    only its columns may rank on per-case values: the board shows their ranks, never the values), else
+    its public record; its logs never, and of a failure what the public record says."""
+    public = public_record(result, phase, shown)
+    return replace(result.without_logs(), error=public.error) if shown.scores else public
 
 
 def participant_logs(logs: dict[str, str]) -> dict[str, str]:

@@ -36,10 +36,12 @@ SEALED, LOGS = ".sealed.age", ".logs.age"
 @dataclass(frozen=True)
 class Keys:
     """What a store holds to seal and open results: its private keys (an organizer's, the site's
-    publish key), and how to read the public SSH keys GitHub publishes for a login."""
+    publish key), how to read the public SSH keys GitHub publishes for a login, and whether GitHub
+    has an account of that name (whose results a team of that name would be sealed to)."""
 
     identities: tuple[Identity, ...] = ()
     github_keys: Callable[[str], list[str]] | None = None
+    github_account: Callable[[str], bool] | None = None
 
     def logins(self, login: str) -> list[str]:
         if self.github_keys is None:

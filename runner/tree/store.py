@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -28,19 +28,21 @@ from runner.tree.model import (
 )
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
-from runner.tree.policy import Visibility, public_record, visibility, withholds
+from runner.tree.policy import Visibility, public_record, ranked_record, visibility, withholds
 from runner.tree.records import Keys, local_path, read_local, read_sealed, write_atomic, write_sealed
 
 
 class Store:
     """Reads `<root>/challenges/` and writes results into it."""
 
-    def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None, withheld: Path | None = None):
+    def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None, withheld: Path | None = None,
+                 copies: bool = True):
         self.root = root.resolve()
         # Submission locks and whole results: in the runner host's state folder when it has one
         # (CHALLENGE_STATE_DIR: checkouts share it, and a workflow's cleaned checkout loses nothing there).
         self.locks = locks or self.root / "build" / "locks"
         self.withheld = withheld or self.root / "build" / "withheld"
+        self.copies = copies  # False: whole results only where the keys open them, never from the runner's copies
         self.paths = TreePaths(self.root)
         self.base = self.paths.base
         self.keys = keys  # to seal results, and to open sealed ones (an organizer's or the publish key)
@@ -128,32 +130,34 @@ class Store:
         public = load_result(path)
         if not public.withheld:
             return public
-        return self.local(path) or read_sealed(path, self.keys) or public
+        return (self.copies and self.local(path)) or read_sealed(path, self.keys) or public
 
     def local(self, public: Path) -> Result | None:
         """The whole result this runner keeps of the public record at `public`, if it keeps one."""
         return read_local(self.withheld, self.root, public)
 
-    def published(self, slug: str, phase: Phase | str) -> list[Result]:
-        """The results the public may see: all of them, or, where the phase sets
-        auto_publish_new_results: false, those an organizer listed in approvals/<phase>.yml."""
+    def published(self, slug: str, phase: Phase | str, *, now: dt.datetime | None = None) -> list[Result]:
+        """The phase's results the public may know of at `now`, as its leaderboard ranks them (`ranked`):
+        all of them, or, where the phase sets auto_publish_new_results: false, those an organizer listed
+        in approvals/<phase>.yml."""
         record = phase if isinstance(phase, Phase) else self.phase(slug, phase)
-        return self.visible(record, self.results(slug, record.slug))
-
-    def visible(self, phase: Phase, results: list[Result]) -> list[Result]:
-        """Of `results` (current or from history), those the public may know of now
-        (`policy.visibility`; whether their scores show too is the phase's, not the result's)."""
-        approved = self.approvals(phase.challenge, phase.slug) if not phase.auto_publish_new_results else set()
-        now = dt.datetime.now(dt.UTC)  # once: the rule depends on the result only through its approval
-        listed = {flag: visibility(phase, now=now, approved=flag).listed for flag in (False, True)}
-        return [r for r in results if listed[f"{r.participant}/{r.submission}" in approved]]
+        return self.ranked(record, self.results(slug, record.slug), now=now)
 
     def public(self, phase: Phase, results: list[Result], *, now: dt.datetime | None = None) -> list[Result]:
-        """What anyone may see of `results` now: the listed ones, each cut to what `policy.public_record`
-        shows (what a command shows to whoever gives no key, as the site does)."""
-        approved = self.approvals(phase.challenge, phase.slug)
-        return [public_record(r, phase, self.visibility(phase, r, now=now, approved=approved))
-                for r in self.visible(phase, results)]
+        """What anyone may see of `results` (current or from history) at `now`: those `policy.visibility`
+        lists, each cut to what `policy.public_record` shows, even where the store's keys open more."""
+        return self._listed(phase, results, now=now, cut=public_record)
+
+    def ranked(self, phase: Phase, results: list[Result], *, now: dt.datetime | None = None) -> list[Result]:
+        """The listed `results` as a public leaderboard ranks them (`policy.ranked_record`): a table of ranks
+        and public columns may be made of them, and anything else shown must go through `public_record`."""
+        return self._listed(phase, results, now=now, cut=ranked_record)
+
+    def _listed(self, phase: Phase, results: list[Result], *, now: dt.datetime | None,
+                cut: Callable[[Result, Phase, Visibility], Result]) -> list[Result]:
+        approved, now = self.approvals(phase.challenge, phase.slug), now or dt.datetime.now(dt.UTC)
+        shown = [(r, self.visibility(phase, r, now=now, approved=approved)) for r in results]
+        return [cut(r, phase, seen) for r, seen in shown if seen.listed]
 
     def visibility(self, phase: Phase, result: Result, *, now: dt.datetime | None,
                    approved: set[str] | None = None) -> Visibility:

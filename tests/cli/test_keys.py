@@ -89,3 +89,15 @@ def test_a_team_named_like_a_registered_participant_is_refused(repo, capsys):
     assert main(["--root", str(repo), "check"]) == 1
     assert f"{challenge / 'teams.yml'}:1: alice: team 'alice' has the name of the registered participant alice, who " \
            "is not in it: rename the team" in capsys.readouterr().out
+
+
+def test_a_team_named_like_someone_elses_github_account_is_refused_where_github_is_configured(repo, online, capsys):
+    """bob has not registered (nor submitted) yet: a team named bob would take his folder when he does."""
+    online.ssh_keys.update(bob=[])
+    challenge = repo / "challenges" / CHALLENGE
+    (challenge / "teams.yml").write_text("bob: [mallory]\nunet-team: [alice]\nnew-lab: [new-lab, carol]\n")
+    assert main(["--root", str(repo), "check"]) == 1
+    printed = capsys.readouterr().out
+    assert f"{challenge / 'teams.yml'}:1: bob: team 'bob' has the name of the GitHub account bob, who is not in it: " \
+           "rename the team" in printed
+    assert "unet-team" not in printed and "new-lab" not in printed  # no such account; a team that is its own login

@@ -13,7 +13,7 @@ import yaml
 from runner.cli import main
 from runner.cli.reruns import carry
 from runner.evaluation.archives import preserved_archive
-from runner.evaluation.reruns import Choice
+from runner.evaluation.reruns import Choice, RerunError
 from runner.tree.records import Keys
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
@@ -91,6 +91,26 @@ def test_a_selection_from_a_phase_that_withholds_its_ranking_is_refused_unless_p
     assert "rank" not in printed and printed.index("bob/v1") < printed.index("carol/v1")  # by name, not by rank
     written = "".join(p.read_text() for p in (repo / "challenges" / CHALLENGE / "submissions" / TARGET).rglob("*.yml"))
     assert "rank" not in written and PHASE not in written
+
+
+def test_a_phase_that_publishes_on_approval_withholds_its_ranking_until_every_result_is_approved(repo, capsys):
+    """An unapproved result's scores are withheld: a ranking that counts it is withheld too."""
+    edit_yaml(phase_file(repo), auto_publish_new_results=False)
+    for participant, dice in (("alice", 0.6), ("bob", 0.9)):
+        add_result(repo, participant, "v1", dice)
+    approvals = repo / "challenges" / CHALLENGE / "approvals" / f"{PHASE}.yml"
+    approvals.parent.mkdir()
+    approvals.write_text("- alice/v1\n")
+    with pytest.raises(RerunError, match="withholds its ranking now"):
+        carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("best"))
+    carried = carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("all"))
+    assert carried_files(repo) == {"alice/v1": "Re-run by the organizers.", "bob/v1": "Re-run by the organizers."}
+    assert "rank" not in capsys.readouterr().err
+    assert [c.plan.source.participant for c in carried] == ["alice", "bob"]  # evaluated by name, not best first
+    approvals.write_text("- alice/v1\n- bob/v1\n")  # every result approved: its ranking is public
+    shutil.rmtree(repo / "challenges" / CHALLENGE / "submissions" / TARGET)
+    carry(Store(repo), CHALLENGE, source=PHASE, target=TARGET, choice=Choice("top", 1))
+    assert carried_files(repo) == {"bob/v1": "Re-run of final-test result bob/v1 (rank 1 in final-test)."}
 
 
 @pytest.mark.parametrize(("kind", "message"), [

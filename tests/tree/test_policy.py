@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from runner.tree.model import Result, RunRecord
-from runner.tree.policy import public_record, visibility, window
+from runner.tree.policy import EVALUATION_FAILED, public_record, visibility, window
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
 
@@ -74,3 +74,19 @@ def test_a_training_record_is_withheld_with_the_scores(phase, changes):
     plain = phase(blind=False, display_all_metrics=True)
     shown = public_record(result, plain, visibility(plain, now=NOW)).training
     assert shown == replace(training, last_line=None)  # a piece of the logs: never public
+
+
+@pytest.mark.parametrize(("changes", "public"), [({"blind": True}, False), ({"display_all_metrics": False}, False),
+                                                 ({"give_algorithm_editors_job_view_permissions": True}, True),
+                                                 ({}, True)])
+def test_an_evaluations_failure_line_is_public_only_where_every_value_is(phase, changes, public):
+    """The evaluation reads the ground truth and the values a phase may withhold: its last line (an
+    assert, a traceback) is public only where the phase withholds no score and no per-case value."""
+    line = "AssertionError: case-3 dice 0.8123 != truth 0.7"
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="failed",
+                    created_at="", started_at="", finished_at="", error=f"Evaluation failed: {line}",
+                    evaluation=RunRecord(image="challenge-eval/x", last_line=line))
+    shown = phase(**changes)
+    record = public_record(result, shown, visibility(shown, now=NOW))
+    assert (line in record.to_json()) is public
+    assert (record.error == EVALUATION_FAILED) is not public
