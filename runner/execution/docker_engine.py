@@ -53,6 +53,7 @@ from runner.execution.trusted import TrustedImages
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
 OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
+CHECKOUT = "challenge-runner.checkout"  # on runs: the working folder of the runner that started them
 # Empties /output as the user that wrote it: folders made read-only (chmod 0500) are made writable again first.
 EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
@@ -437,10 +438,13 @@ class DockerEngine:
         return found
 
     def remove_labelled(self, job: str) -> int:
-        """Remove containers left by a runner that died while running `job`."""
+        """Remove containers left by a runner that died while running `job`. Only a dead runner's: a
+        live runner in another checkout (or another challenge repository on this engine) may be
+        running a submission of the same name at this moment."""
         with engine_errors("cleaning up"):
             found = self.client.containers.list(all=True, filters={"label": f"{LABEL}={job}"}, sparse=True)
-            return sum(_removed(container.remove, force=True) for container in found)
+            return sum(_removed(container.remove, force=True) for container in found
+                       if _orphaned(container.attrs.get("Labels") or {}))
 
     # --- runs --------------------------------------------------------------------------------
 
@@ -498,7 +502,7 @@ class DockerEngine:
                 type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
             runtime=spec.runtime,
             environment={"HOME": "/tmp"},
-            labels={OWNER: self._owner, **({LABEL: spec.job} if spec.job else {})},
+            labels={OWNER: self._owner, CHECKOUT: os.getcwd(), **({LABEL: spec.job} if spec.job else {})},
             detach=True,
         )))
         return self.client.containers.prepare_model({"Id": created["Id"]})

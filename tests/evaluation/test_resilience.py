@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from runner.evaluation.examples import prepare_workspace
 from runner.execution.docker_engine import LABEL, OWNER
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, write_submission
+from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 
 pytestmark = pytest.mark.docker
 PARTICIPANTS = ("alice", "bob", "carol")
@@ -110,3 +111,18 @@ def test_four_runners_produce_each_result_exactly_once(repo, data_root, base_ima
     evaluated = [key for _, err in outputs for key in re.findall(r"succeeded (\S+)", err)]
     assert sorted(evaluated) == sorted(keys)  # each exactly once across all four runners
     assert len(results(repo)) == 8
+
+
+def test_two_checkouts_runners_on_one_engine_leave_each_other_alone(data_root, base_image, behave, tmp_path):
+    """Two runners in two checkouts (one GPU host serving two repositories, or one runner per GPU)
+    evaluate submissions of the same names at the same time: neither removes the other's runs."""
+    image = behave("slow-threshold")
+    repos = [prepare_workspace(REPO, tmp_path / f"checkout{i}") for i in range(2)]
+    for repo in repos:
+        for participant in PARTICIPANTS:
+            write_submission(repo, participant, "v1", image)
+    runners = [start_runner(repo, data_root, base_image, tmp_path / f"cache{i}") for i, repo in enumerate(repos)]
+    outputs = [r.communicate(timeout=600) for r in runners]
+    assert [r.returncode for r in runners] == [0, 0], [err for _, err in outputs]
+    for repo in repos:
+        assert sorted(r["status"] for r in results(repo).values()) == ["succeeded"] * len(PARTICIPANTS)
