@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runner.evaluation.queue import EVALKIT
+from runner.execution.baseimage import local_base_tag
 from runner.execution.sandbox import RunSpec
 
 pytestmark = pytest.mark.docker
@@ -46,3 +47,17 @@ def test_without_the_extra_folder_the_copy_fails_with_one_line(engine, base_imag
     (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY evalkit /opt/evalkit\n")
     with pytest.raises(SandboxError, match=r"building .* failed: .*evalkit"):
         engine.build(folder, name="challenge-test/no-kit", base=base_image)
+
+
+def test_the_offline_base_runs_the_kit_without_a_compiler(engine, base_image):
+    """The offline base keeps what evaluations import and drops what only builds code (gcc, g++,
+    boost, headers: half a gigabyte that scipy's pythran dependency pulls in)."""
+    offline = [image.id for image in engine.client.images.list(name=local_base_tag())]
+    if base_image not in offline:
+        pytest.skip(f"the suite runs on {base_image}, not on the offline base")
+    check = ("import numpy, scipy.ndimage, scipy.optimize, nibabel, shutil; "
+             "print([shutil.which(t) for t in ('gcc', 'g++', 'cc')])")
+    outcome = engine.run(RunSpec(image=base_image, command=("python3", "-c", check)))
+    assert outcome.ok, outcome.stderr_tail
+    assert outcome.stdout_tail == ["[None, None, None]"]
+    assert engine.client.images.get(base_image).attrs["Size"] < 600 * 1024**2
