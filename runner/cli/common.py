@@ -1,13 +1,17 @@
-"""What every command shares: the two consoles and how tables are shown on them, the error for wrong
-arguments, and the tree as a runner host keeps it (its state folder)."""
+"""What every command shares: the two consoles and how tables and long steps are shown on them, the
+error for wrong arguments, and the tree as a runner host keeps it (its state folder)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
 from rich.measure import Measurement
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.errors import ChallengeError
@@ -48,3 +52,36 @@ def print_table(table: Table, console: Console = out) -> None:
         table.width = Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum
     console.print(table)
 
+
+@contextlib.contextmanager
+def stage(label: str, console: Console = err) -> Iterator[None]:
+    """A long step: a spinner with the time elapsed on a terminal, a plain line when not (logs keep
+    no spinner); then "<label> done in N s", or "<label> failed after N s" when it raised."""
+    start = time.monotonic()
+    ended = "failed after"
+    try:
+        with _spinner(label, console):
+            yield
+        ended = "done in"
+    finally:
+        console.print(f"{label} {ended} {took(time.monotonic() - start)}", markup=False)
+
+
+def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager:
+    if not console.is_terminal:
+        console.print(f"{label}...", markup=False)
+        return contextlib.nullcontext()
+    spinner = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
+                       console=console, transient=True)  # gone once done: the final line says how long
+    spinner.add_task(label, total=None)
+    return spinner
+
+
+def took(seconds: float) -> str:
+    """A duration as people read it: 0.4 s, 12 s, 2 min 5 s."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
