@@ -3,6 +3,7 @@ error for wrong arguments, and the tree as a runner host keeps it (its state fol
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import time
@@ -39,6 +40,13 @@ def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True) -> Store
     the whole results its public records withhold (read unless `copies` is False)."""
     state = state_dir(root)
     return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies)
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port to serve on."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, not {text!r}")
+    return int(text)
 
 
 def print_table(table: Table, console: Console = out) -> None:

@@ -18,7 +18,7 @@ from runner.site.build import build_site
 from runner.tree.records import Keys
 from runner.tree.store import Store
 
-from .common import err, out, stage, took
+from .common import err, out, port, stage, took
 from .evaluate import runner_executor, with_progress
 from .leaderboard import cmd_leaderboard
 from .reruns import carry, preserve
@@ -47,7 +47,7 @@ RERUNS = (
 def register(sub) -> None:
     d = sub.add_parser("demo", help="evaluate the example challenges for real, build and serve the site")
     d.add_argument("--no-serve", action="store_true", help="stop after building the site")
-    d.add_argument("--port", type=int, default=8000)
+    d.add_argument("--port", type=port, default=8000)
     d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")
     d.add_argument("--base-image", help="Python base image for the example images")
     d.set_defaults(func=cmd_demo)
@@ -70,6 +70,8 @@ def _rerun(rerun: DemoRerun, store: Store, *, executor: Executor, config: Runner
 
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    if not args.no_serve:
+        serve.check_port(args.port)  # now, rather than once the evaluations are done
     root = args.root.resolve()
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
