@@ -1,12 +1,19 @@
-"""What every command shares: the two consoles, the error for wrong arguments, and the tree as a runner
-host keeps it (its state folder)."""
+"""What every command shares: the two consoles and how tables and long steps are shown on them, the
+error for wrong arguments, and the tree as a runner host keeps it (its state folder)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from runner.errors import ChallengeError
 from runner.tree.records import Keys
@@ -16,6 +23,7 @@ ENV_STATE = "CHALLENGE_STATE_DIR"
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
+UNBOUNDED = 1_000_000  # columns: a table measured as wide as it wants to be
 
 
 class UsageError(ChallengeError):
@@ -32,3 +40,56 @@ def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True) -> Store
     the whole results its public records withhold (read unless `copies` is False)."""
     state = state_dir(root)
     return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies)
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port to serve on."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def print_table(table: Table, console: Console = out) -> None:
+    """Every table the CLI prints. Not on a terminal (a pipe, a log file, CI) it is printed as wide as its
+    values need, whatever the assumed width (80), so no value is cut; on a terminal too narrow for it,
+    cells fold onto more lines rather than end in "…" (a score cut to "0.8…" reads as another score)."""
+    if console.is_terminal:
+        for column in table.columns:
+            column.overflow = "fold"
+    else:
+        table.width = Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum
+    console.print(table)
+
+
+@contextlib.contextmanager
+def stage(label: str, console: Console = err) -> Iterator[None]:
+    """A long step: a spinner with the time elapsed on a terminal, a plain line when not (logs keep
+    no spinner); then "<label> done in N s", or "<label> failed after N s" when it raised."""
+    start = time.monotonic()
+    ended = "failed after"
+    try:
+        with _spinner(label, console):
+            yield
+        ended = "done in"
+    finally:
+        console.print(f"{label} {ended} {took(time.monotonic() - start)}", markup=False)
+
+
+def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager:
+    if not console.is_terminal:
+        console.print(f"{label}...", markup=False)
+        return contextlib.nullcontext()
+    spinner = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
+                       console=console, transient=True)  # gone once done: the final line says how long
+    spinner.add_task(label, total=None)
+    return spinner
+
+
+def took(seconds: float) -> str:
+    """A duration as people read it: 0.4 s, 12 s, 2 min 5 s."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from runner.site.build import build_site
 from runner.tree.records import Keys
 from runner.tree.store import Store
 
-from .common import err, out
+from .common import err, out, port, stage, took
 from .evaluate import runner_executor, with_progress
 from .leaderboard import cmd_leaderboard
 from .reruns import carry, preserve
@@ -46,7 +47,7 @@ RERUNS = (
 def register(sub) -> None:
     d = sub.add_parser("demo", help="evaluate the example challenges for real, build and serve the site")
     d.add_argument("--no-serve", action="store_true", help="stop after building the site")
-    d.add_argument("--port", type=int, default=8000)
+    d.add_argument("--port", type=port, default=8000)
     d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")
     d.add_argument("--base-image", help="Python base image for the example images")
     d.set_defaults(func=cmd_demo)
@@ -59,43 +60,60 @@ def _rerun(rerun: DemoRerun, store: Store, *, executor: Executor, config: Runner
     paths = [store.paths.phase_file(rerun.challenge, slug) for slug in (rerun.source, rerun.target)]
     if not all(path.is_file() for path in paths):
         return []
-    err.print(f"re-running {rerun.challenge}: {rerun.source} -> {rerun.target} ({rerun.choice})")
-    if rerun.preserve and config.preserved_dir is not None:
-        preserve(store, store.phase(rerun.challenge, rerun.source), executor=executor, folder=config.preserved_dir)
-    carried = carry(store, rerun.challenge, source=rerun.source, target=rerun.target, choice=rerun.choice)
-    return with_progress(reruns.queue(store, carried), store=store, executor=executor, config=config, base=base)
+    with stage(f"re-running {rerun.challenge}: {rerun.source} -> {rerun.target} ({rerun.choice})"):
+        if rerun.preserve and config.preserved_dir is not None:
+            preserve(store, store.phase(rerun.challenge, rerun.source), executor=executor,
+                     folder=config.preserved_dir)
+        carried = carry(store, rerun.challenge, source=rerun.source, target=rerun.target, choice=rerun.choice)
+        return with_progress(reruns.queue(store, carried), store=store, executor=executor, config=config, base=base)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    if not args.no_serve:
+        serve.check_port(args.port)  # now, rather than once the evaluations are done
     root = args.root.resolve()
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
     store = Store(workspace, keys=Keys(github_keys=lambda login: []))
     err.print(f"demo workspace: {workspace}")
-    executor, base = runner_executor(args.base_image, root=workspace)
+    with stage("preparing the base image"):  # built offline once per machine: about 2 minutes
+        executor, base = runner_executor(args.base_image, root=workspace)
     err.print(f"base image: {base}")
-    data_root = workspace / "data-root"
-    for slug in examples.make_hidden_data(store, data_root):
-        err.print(f"hidden data written for {slug} under {data_root}")
     with contextlib.closing(executor):
-        for example in examples.examples(store):
-            err.print(f"submitting example {example.challenge}/{example.folder.name}")
-            examples.submit(example, store, executor=executor, base=base)
-        # Local runs: local image IDs and file:// archives are fine, and GPU phases run on the CPU here.
-        build = workspace / "build"
-        config = RunnerConfig(data_root=data_root, allow_local_images=True, cpu_fallback=True,
-                              log_dir=build / "logs", cache_dir=build / "cache", training_dir=build / "training",
-                              preserved_dir=build / "preserved")
-        reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
-        for rerun in RERUNS:
-            reports += _rerun(rerun, store, executor=executor, config=config, base=base)
+        reports = _evaluate(store, executor=executor, base=base)
     if any(r.status == "error" for r in reports):
         raise RunnerError("some submissions could not be evaluated (see above)")
     for slug in store.slugs():
         for phase in store.phases(slug):
             cmd_leaderboard(argparse.Namespace(root=workspace, challenge=slug, phase=phase, format="table"))
-    site = build_site(generate_pages(workspace))
+    with stage("building the site"):
+        site = build_site(generate_pages(workspace))
     out.print(f"results in {store.base}/*/results/, site built in {site}")
+    err.print(f"demo done in {took(time.monotonic() - started)}")
     if not args.no_serve:
         serve.serve_static(site, args.port, log=err.print)
     return 0
+
+
+def _evaluate(store: Store, *, executor: Executor, base: str) -> list[JobReport]:
+    """The examples' hidden data written, their submissions made and evaluated, then the reruns they
+    stand for: one stage each."""
+    data_root = store.root / "data-root"
+    with stage("writing the hidden data"):
+        for slug in examples.make_hidden_data(store, data_root):
+            err.print(f"hidden data written for {slug} under {data_root}")
+    with stage("building and submitting the examples"):
+        for example in examples.examples(store):
+            err.print(f"submitting example {example.challenge}/{example.folder.name}")
+            examples.submit(example, store, executor=executor, base=base)
+    # Local runs: local image IDs and file:// archives are fine, and GPU phases run on the CPU here.
+    build = store.root / "build"
+    config = RunnerConfig(data_root=data_root, allow_local_images=True, cpu_fallback=True,
+                          log_dir=build / "logs", cache_dir=build / "cache", training_dir=build / "training",
+                          preserved_dir=build / "preserved")
+    with stage("evaluating the examples"):
+        reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
+    for rerun in RERUNS:
+        reports += _rerun(rerun, store, executor=executor, config=config, base=base)
+    return reports

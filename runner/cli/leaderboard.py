@@ -18,7 +18,7 @@ from runner.tree.records import Keys
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
 
-from .common import UsageError, open_store, out
+from .common import UsageError, open_store, print_table
 
 
 def register(sub) -> None:
@@ -59,7 +59,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         for r in board.rows:
             table.add_row(str(r.rank or "–"), r.participant, r.submission,
                           *(fmt(v, phase.score_decimal_places) for v in r.values))
-        out.print(table)
+        print_table(table)
     return 0
 
 
@@ -81,7 +81,7 @@ def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard)
             table.add_column(name, justify="left" if name == "participant" else "right")
         for row in rows:
             table.add_row(*(f"{row[h]:.2f}" if h == "combined" else str(row[h]) for h in header))
-        out.print(table)
+        print_table(table)
     return 0
 
 

@@ -24,7 +24,7 @@ from runner.ranking.methods import (
 )
 from runner.ranking.uncertainty import bootstrap
 
-from .common import UsageError, out
+from .common import UsageError, print_table
 
 MISSING_TOKENS = {"", "NA", "NaN", "nan", "null"}
 TITLES = {"aggregate-then-rank": "{aggregate}", "rank-then-aggregate": "{aggregate} rank",
@@ -65,7 +65,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         print(ranking.to_csv(index=False), end="")
     else:
-        out.print(_table(ranking, spec=spec, path=args.file))
+        print_table(_table(ranking, spec=spec, path=args.file))
     return 0
 
 

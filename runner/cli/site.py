@@ -8,7 +8,7 @@ from pathlib import Path
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 
-from .common import err, open_store, out
+from .common import err, open_store, out, port
 from .keys import publish_keys
 
 
@@ -19,7 +19,7 @@ def register(sub) -> None:
     b.add_argument("--strict", action="store_true", help="fail on warnings such as broken links")
     b.set_defaults(func=cmd_build)
     s = sub.add_parser("serve", help="serve the site, regenerating pages as you edit")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=port, default=8000)
     s.set_defaults(func=cmd_serve)
 
 

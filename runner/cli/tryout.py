@@ -39,7 +39,7 @@ from runner.ranking.tables import fmt
 from runner.tree.model import Phase, Result, Submission, load_submission, participant_yaml
 from runner.tree.store import Store
 
-from .common import UsageError, err, out
+from .common import UsageError, err, out, print_table, stage
 from .evaluate import ENV_GPUS, runner_executor
 
 SCRATCH = Path("build", "try")
@@ -71,8 +71,8 @@ def cmd_try(args: argparse.Namespace) -> int:
         phase = store.phase(submission.challenge, submission.phase)
         data = _data(store, phase, args.data)
         root = _data_root(scratch, phase, data)
-        err.print(f"building the evaluation image of {phase.challenge}", markup=False)
-        image = evaluation_image(phase, store, executor=executor, base=base)
+        with stage(f"building the evaluation image of {phase.challenge}"):  # about 75 s the first time
+            image = evaluation_image(phase, store, executor=executor, base=base)
         cases = len(list((data / "inputs").iterdir()))
         err.print(f"running {submission.image or submission.predictions} in phase {phase.title!r} on {cases} cases "
                   f"from {data}", markup=False)
@@ -247,7 +247,7 @@ def _report(result: Result, phase: Phase, logs: Path) -> int:
     places = phase.score_decimal_places
     table.add_row(*(fmt(v, places) + (f" ± {fmt(e, places)}" if e is not None else "")
                     for v, e in zip(row.values, row.errors)))
-    out.print(table)
+    print_table(table)
     for name, run in (("training", result.training), ("algorithm", result.algorithm)):
         if run is not None and run.wall_time_s is not None:
             memory = f", peak memory {run.peak_memory_bytes / 1024**2:.0f} MiB" if run.peak_memory_bytes else ""

@@ -7,30 +7,83 @@ of result files, and a burst of writes (a `git pull` landing 1,000 results) is o
 
 from __future__ import annotations
 
+import errno
 import functools
 import http.server
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import watchfiles
 
+from runner.errors import ChallengeError
 from runner.site.build import GENERATED_CONFIG
+
+HOST = "127.0.0.1"
 
 QUIET_MS = 200  # regenerate once the watched folders have been quiet this long...
 MAX_WAIT_MS = 5_000  # ...or after this long of continuous writes, so a long pull still shows progress
 READY_MS = 500  # how soon after the watcher is set up `ready` is called, when nothing changes
+ANSWER_POLL_S = 0.2  # how often `serve_live` asks whether `mkdocs serve` answers yet
+NEARBY_PORTS = 100  # how far past a busy port to look for a free one to suggest
+# Asking our own server on 127.0.0.1 never goes through a proxy named in the environment.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class PortUnavailable(ChallengeError):
+    """The port to serve on cannot be had; the message names it and what to do."""
+
+
+def check_port(port: int) -> None:
+    """Fail with one line, before anything starts, when `port` cannot be bound on 127.0.0.1 (another
+    server holds it); the message suggests a free port nearby for `--port`, which both commands
+    that serve take."""
+    failure = _bind_error(port)
+    if failure is None:
+        return
+    free = next((p for p in range(port + 1, min(port + NEARBY_PORTS, 65535) + 1) if _bind_error(p) is None), None)
+    fix = f"--port {free}" if free else "--port N"
+    if failure.errno == errno.EADDRINUSE:
+        raise PortUnavailable(f"port {port} is in use: stop what holds it, or serve on another port with {fix}")
+    raise PortUnavailable(f"cannot serve on port {port} ({failure.strerror}): serve on another port with {fix}")
+
+
+def _bind_error(port: int) -> OSError | None:
+    """Why binding `port` fails, or None. SO_REUSEADDR as http.server and mkdocs bind: a stopped
+    server's connections still closing do not hold the port, a listening server does."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            return exc
+    return None
+
+
+def _answers(url: str) -> bool:
+    """Whether a server answers at `url`: any HTTP status counts, a 404 too."""
+    try:
+        with _DIRECT.open(url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
 
 
 def serve_static(folder: Path, port: int, log: Callable[[str], None] = print) -> None:
     """Serve `folder` on 127.0.0.1:`port` until interrupted."""
+    check_port(port)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        log(f"serving {folder} on http://127.0.0.1:{port}/ (Ctrl+C stops)")
+    with http.server.ThreadingHTTPServer((HOST, port), handler) as server:  # listening: connections wait for it
+        log(f"serving {folder} on http://{HOST}:{port}/ (Ctrl+C stops)")
         try:
             server.serve_forever()
         except KeyboardInterrupt:
@@ -122,19 +175,21 @@ def _stop_when_exits(server: subprocess.Popen, stop: threading.Event) -> None:
 def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: list[Path],
                log: Callable[[str], None] = print, *, quiet_ms: int = QUIET_MS) -> int:
     """Regenerate the staging folder whenever a watched file changes; `mkdocs serve` watches the
-    staging folder and reloads the browser. Returns 0 when stopped (Ctrl+C, SIGTERM), else the
-    exit code of `mkdocs serve` that ended on its own."""
+    staging folder and reloads the browser. "serving on" is logged once it answers. Returns 0 when
+    stopped (Ctrl+C, SIGTERM), else the exit code of `mkdocs serve` that ended on its own."""
+    check_port(port)
     regenerate()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     server: subprocess.Popen | None = None
     interrupted = False
     try:
-        server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
+        server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"{HOST}:{port}",
                                    "-f", str(root / GENERATED_CONFIG)], cwd=root)
         _stop_when_exits(server, stop)
-        regenerate_on_edits(watched, regenerate, log, stop, quiet_ms=quiet_ms, ready=lambda: log(
-            f"serving on http://127.0.0.1:{port}/, regenerating on edits under {', '.join(map(str, watched))}"))
+        url = f"http://{HOST}:{port}/"
+        regenerate_on_edits(watched, regenerate, log, stop, quiet_ms=quiet_ms, ready=lambda: _when_answering(
+            url, server, lambda: log(f"serving on {url}, regenerating on edits under {', '.join(map(str, watched))}")))
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -142,6 +197,16 @@ def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: l
         code = _stop(server) if server else None
         signal.signal(signal.SIGTERM, previous)
     return 0 if interrupted or code is None else code
+
+
+def _when_answering(url: str, server: subprocess.Popen, then: Callable[[], None]) -> None:
+    """`then()` once `server` answers at `url` (its first build done); nothing if it exits first. The
+    watcher's events wait meanwhile, so no edit is missed."""
+    while server.poll() is None:
+        if _answers(url):
+            then()
+            return
+        time.sleep(ANSWER_POLL_S)
 
 
 def _stop(server: subprocess.Popen) -> int | None:
