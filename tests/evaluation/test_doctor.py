@@ -38,6 +38,7 @@ from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, edit_yaml, nvml_readable, phase_file, write_submission
 
 GPU_PHASE = "abdominal-organs/test"  # the one example phase with algorithm_resources.gpus: 1
+GUIDE = REPO / "challenges" / "organizers.md"
 
 
 no_nvml = pytest.mark.skipif(nvml_readable(), reason="this host has NVML: the no-GPU lines cannot be seen here")
@@ -98,6 +99,12 @@ def test_no_gpu_is_one_line_naming_the_phases_it_blocks(docker_client, hidden, t
     assert status == 0  # they run on the CPU, and their results say so
     assert next(line for line in lines if not line.startswith("ok ")).startswith(
         f"warn gpu: no GPU is visible (NVML cannot be read: NVML Shared Library Not Found): {GPU_PHASE} run on the CPU")
+
+
+def test_the_guide_tells_admins_what_the_doctor_checks():
+    guide = GUIDE.read_text()
+    assert DATA_PERMISSIONS.format(gid=CONTAINER_GID, root="/srv/challenge-data").replace(" && ", "\n") in guide
+    assert "challenge doctor" in guide and "`challenge doctor`" in (REPO / "README.md").read_text()
 
 
 # --- hidden data: what a container run as 65534 reads ------------------------------------------------
