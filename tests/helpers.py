@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from runner.execution.measure import GpuUnreadable, nvml_gpus
 from runner.tree.model import Result, RunRecord
 from runner.tree.store import Store
 
@@ -29,6 +30,15 @@ UTC = dt.UTC
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 IMAGE = "ghcr.io/alice/algo@sha256:" + "a" * 64
 DIGEST = "sha256:" + "cd" * 32
+
+
+def nvml_readable() -> bool:
+    """Whether this host reads NVML (a GPU host), where tests of a host without it cannot run."""
+    try:
+        nvml_gpus()
+    except GpuUnreadable:
+        return False
+    return True
 
 
 def write_submission(repo: Path, participant: str, sub_id: str, image: str, phase: str = PHASE) -> Path:

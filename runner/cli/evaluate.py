@@ -24,7 +24,7 @@ from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES
 from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
 from runner.evaluation.queue import JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
-from runner.execution.measure import nvml_reader
+from runner.execution.measure import nvml_readers
 from runner.execution.sandbox import Executor
 from runner.execution.trusted import TrustedImages
 from runner.tree.model import Submission
@@ -106,7 +106,7 @@ def evaluate_queue(queue: list[Submission], *, store: Store, args: argparse.Name
     """Evaluate `queue` on this runner as `add_runner_options` set it up, with progress; the exit status."""
     config = runner_config(args, store)
     warm = getattr(args, "executor", None)  # set by a warm runner (`challenge runner`), which keeps it open
-    executor, base = warm or runner_executor(args.base_image, root=store.root, gpus=bool(config.gpu_ids))
+    executor, base = warm or runner_executor(args.base_image, root=store.root, gpus=config.gpu_ids)
     with contextlib.nullcontext() if warm else contextlib.closing(executor):
         reports = with_progress(queue, store=store, executor=executor, config=config, base=base, rerun=rerun,
                                 sweep_dead=getattr(args, "sweep_dead", True))  # a warm runner decides (`warm`)
@@ -119,7 +119,7 @@ def runner_config(args: argparse.Namespace, store: Store) -> RunnerConfig:
         raise UsageError(f"no hidden data root: pass --data-root DIR or set {ENV_DATA_ROOT}")
     build = state_dir(store.root)
     return RunnerConfig(data_root=Path(args.data_root).resolve(), allow_local_images=args.allow_local_images,
-                        runtime=args.runtime, gpu_ids=tuple(g.strip() for g in args.gpus.split(",") if g.strip()),
+                        runtime=args.runtime, gpu_ids=gpu_ids(args.gpus),
                         cpu_fallback=args.cpu_fallback, cache_dir=(args.cache_dir or build / "cache").resolve(),
                         cache_max_bytes=args.cache_max_size, cache_max_age_s=args.cache_max_age * 86400,
                         log_dir=(args.log_dir or build / "logs").resolve(),
@@ -132,18 +132,24 @@ def preserved_dir(args: argparse.Namespace, store: Store) -> Path:
     return (args.preserved_dir or state_dir(store.root) / "preserved").resolve()
 
 
+def gpu_ids(text: str) -> tuple[str, ...]:
+    """The GPUs of --gpus or CHALLENGE_GPUS: "0,1" -> ("0", "1")."""
+    return tuple(g.strip() for g in text.split(",") if g.strip())
 
 
-def runner_executor(base_image: str | None, *, root: Path, gpus: bool = False) -> tuple[Executor, str]:
+def runner_executor(base_image: str | None, *, root: Path, gpus: tuple[str, ...] = ()) -> tuple[Executor, str]:
     """This runner's executor and its Python base image's ID (also used to build evaluation images)."""
     executor = runner_engine(root=root, gpus=gpus)
     return executor, executor.ensure_base(base_image, log=err.print)
 
 
-def runner_engine(*, root: Path, gpus: bool = False) -> Executor:
+def runner_engine(*, root: Path, gpus: tuple[str, ...] = ()) -> Executor:
     """This runner's executor (Docker), which knows the images it trusts by the IDs recorded in the state
-    folder. Choosing another executor (Kubernetes Jobs) is a change here alone."""
-    return DockerEngine(gpu_reader=(lambda index: nvml_reader(int(index))) if gpus else None,
+    folder, and measures `gpus` through NVML: opened now, so a runner that cannot read them stops at its
+    start with one line instead of leaving each GPU submission pending. Choosing another executor
+    (Kubernetes Jobs) is a change here alone."""
+    readers = nvml_readers(gpus) if gpus else {}
+    return DockerEngine(gpu_reader=readers.__getitem__ if readers else None,
                         trusted=TrustedImages(state_dir(root) / TRUSTED_IMAGES))
 
 

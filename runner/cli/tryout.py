@@ -40,7 +40,7 @@ from runner.tree.model import Phase, Result, Submission, load_submission, partic
 from runner.tree.store import Store
 
 from .common import UsageError, err, out, print_table, stage
-from .evaluate import ENV_GPUS, runner_executor
+from .evaluate import ENV_GPUS, gpu_ids, runner_executor
 
 SCRATCH = Path("build", "try")
 LOG_TAIL = 20  # lines of the failing container's log shown
@@ -64,8 +64,8 @@ def register(sub) -> None:
 def cmd_try(args: argparse.Namespace) -> int:
     store = Store(args.root)
     (store.root / SCRATCH).mkdir(parents=True, exist_ok=True)
-    gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip())
-    executor, base = runner_executor(args.base_image, root=store.root, gpus=bool(gpus))
+    gpus = gpu_ids(args.gpus)
+    executor, base = runner_executor(args.base_image, root=store.root, gpus=gpus)
     with contextlib.closing(executor), _scratch(store) as scratch:
         submission = _submission(store, args, scratch, executor)
         phase = store.phase(submission.challenge, submission.phase)

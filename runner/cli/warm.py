@@ -34,7 +34,7 @@ from runner.errors import ChallengeError
 from runner.execution.sandbox import Executor
 
 from .common import UsageError, err, out
-from .evaluate import runner_executor
+from .evaluate import gpu_ids, runner_executor
 from .warm_client import forwarded
 
 READ_TIMEOUT_S = 30.0  # a connection that sends no request, or a client that stops reading, is dropped
@@ -98,10 +98,10 @@ def _take_over(path: Path) -> None:
 
 
 class _Warm:
-    """The engines and base images kept between jobs, one per GPU setting and base image asked for."""
+    """The engines and base images kept between jobs, one per set of GPUs and base image asked for."""
 
     def __init__(self) -> None:
-        self.executors: dict[tuple[bool, str | None], tuple[Executor, str]] = {}
+        self.executors: dict[tuple[tuple[str, ...], str | None], tuple[Executor, str]] = {}
         self.swept_at = -math.inf  # time.monotonic() of the last job that swept
 
     def sweep_due(self) -> bool:
@@ -111,7 +111,7 @@ class _Warm:
         self.swept_at = time.monotonic()
         return True
 
-    def executor(self, base_image: str | None, *, root: Path, gpus: bool) -> tuple[Executor, str]:
+    def executor(self, base_image: str | None, *, root: Path, gpus: tuple[str, ...]) -> tuple[Executor, str]:
         key = (gpus, base_image)
         if key not in self.executors:
             self.executors[key] = runner_executor(base_image, root=root, gpus=gpus)
@@ -147,7 +147,7 @@ class _Warm:
             err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
             return 2
         try:
-            args.executor = self.executor(args.base_image, root=args.root.resolve(), gpus=bool(args.gpus.strip()))
+            args.executor = self.executor(args.base_image, root=args.root.resolve(), gpus=gpu_ids(args.gpus))
             args.sweep_dead = self.sweep_due()
         except ChallengeError as exc:  # no engine yet, no base image: this job's error, as evaluate says it
             err.print(f"error: {exc}", markup=False)

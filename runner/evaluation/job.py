@@ -95,6 +95,16 @@ class RunnerConfig:
             raise RunnerError(f"hidden training data missing on this runner: {folder} is not a folder")
         return folder
 
+    def gpus_for(self, wanted: int) -> tuple[str, ...] | None:
+        """The GPUs a run asking for `wanted` gets on this runner; None: it runs on the CPU instead
+        (--cpu-fallback). RunnerError when the runner has too few: the submission waits for one that has them."""
+        if wanted <= len(self.gpu_ids):
+            return self.gpu_ids[:wanted]
+        if self.cpu_fallback:
+            return None
+        raise RunnerError(f"the phase asks for {wanted} GPU(s); this runner is configured with "
+                          f"{len(self.gpu_ids)} (set CHALLENGE_GPUS, or --cpu-fallback to run without)")
+
     def output_cache(self) -> OutputCache | None:
         if self.cache_dir is None:
             return None
@@ -399,14 +409,9 @@ class _Job:
         them, unless this runner falls back to the CPU (the result says so)."""
         if wanted == 0:
             return ()
-        if wanted <= len(self.config.gpu_ids):
-            self.gpu = ",".join(self.config.gpu_ids[:wanted])
-            return self.config.gpu_ids[:wanted]
-        if self.config.cpu_fallback:
-            self.gpu = CPU_FALLBACK
-            return ()
-        raise RunnerError(f"the phase asks for {wanted} GPU(s); this runner is configured with "
-                          f"{len(self.config.gpu_ids)} (set CHALLENGE_GPUS, or --cpu-fallback to run without)")
+        given = self.config.gpus_for(wanted)
+        self.gpu = CPU_FALLBACK if given is None else ",".join(given)
+        return given or ()
 
     def _contained(self, spec: RunSpec, area: OutputArea, stage: str) -> Outcome:
         try:

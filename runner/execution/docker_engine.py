@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import docker
+import docker.auth
 import docker.errors
 import docker.types
 import requests
@@ -42,6 +43,7 @@ from runner.execution.sandbox import (
     ERROR_LINE_MAX,
     NOBODY,
     WATCH_INTERVAL_S,
+    EngineInfo,
     Log,
     Outcome,
     OutputArea,
@@ -243,6 +245,20 @@ class DockerEngine:
             except (docker.errors.DockerException, requests.RequestException) as exc:
                 raise SandboxError(f"cannot reach the Docker engine: {exc}", transient=True) from None
         return self._client
+
+    def describe(self) -> EngineInfo:
+        with engine_errors("asking the engine what it is"):
+            info = self.client.info()
+        return EngineInfo(engine=f"Docker {info.get('ServerVersion', '(version unknown)')}",
+                          runtimes=tuple(sorted(info.get("Runtimes") or {})))
+
+    def has_credentials(self, registry: str) -> bool | None:
+        """From the client's configuration, as its pulls read it (~/.docker/config.json or $DOCKER_CONFIG:
+        `auths`, `credHelpers`, `credsStore`); None when a credential helper fails."""
+        try:
+            return docker.auth.load_config().resolve_authconfig(registry) is not None
+        except docker.errors.DockerException:
+            return None
 
     # --- images ------------------------------------------------------------------------------
 

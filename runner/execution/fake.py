@@ -25,7 +25,7 @@ from runner.execution import archives
 from runner.execution.images import image_tag
 from runner.execution.measure import GpuUsage
 from runner.execution.outputs import OutputLimits, extract_tar
-from runner.execution.sandbox import NOBODY, Log, Outcome, OutputArea, RunSpec, SandboxError
+from runner.execution.sandbox import NOBODY, EngineInfo, Log, Outcome, OutputArea, RunSpec, SandboxError
 
 FAKE_BASE = "fake-base:1"
 NO_SPACE = "OSError: [Errno 28] No space left on device"
@@ -95,12 +95,13 @@ class FakeExecutor:
     context folders each build was given), `removed` every job
     whose leftovers were cleaned up. Set `leftovers[job]` or `orphans` to play a dead runner, and
     `fail(method, error, ...)` to make the next calls of `image_id`, `build`, `run`, `collect`,
-    `clear`, `remove_labelled`, `output_area` or `load_archive` raise. `loaded` lists the image IDs of
-    the archives loaded.
+    `clear`, `remove_labelled`, `output_area`, `load_archive` or `describe` raise. `loaded` lists the
+    image IDs of the archives loaded. `credentials` says which registries it pulls from logged in.
     """
 
-    def __init__(self, *, gpus: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("runc",)):
-        self.gpus, self.runtimes = gpus, runtimes
+    def __init__(self, *, gpus: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("runc",),
+                 credentials: Mapping[str, bool | None] | None = None):
+        self.gpus, self.runtimes, self.credentials = gpus, runtimes, dict(credentials or {})
         self.images: dict[str, str] = {}  # reference, tag or ID -> image ID
         self.scripts: dict[str, list[Behaviour]] = {}  # image ID -> behaviours still to play
         self.runs: list[RunSpec] = []
@@ -188,9 +189,17 @@ class FakeExecutor:
                 archive.addfile(info, io.BytesIO(data))
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
+        """The base, runnable as a do-nothing image unless scripted otherwise."""
         base = preferred or FAKE_BASE
-        self.images.setdefault(base, base)
+        self.scripts.setdefault(self.images.setdefault(base, base), [Behaviour()])
         return base
+
+    def describe(self) -> EngineInfo:
+        self._fail("describe")
+        return EngineInfo(engine="fake", runtimes=self.runtimes)
+
+    def has_credentials(self, registry: str) -> bool | None:
+        return self.credentials.get(registry, False)
 
     # --- output areas and clean-up -----------------------------------------------------------
 

@@ -9,11 +9,15 @@ area under the curve is the sum of samples times 0.1 s.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+
+from runner.errors import ChallengeError
 
 CGROUP = Path("/sys/fs/cgroup")
 GPU_INTERVAL_S = 0.1
@@ -86,15 +90,53 @@ def flare_gpu_summary(samples: list[int], interval: float = GPU_INTERVAL_S) -> G
                     auc_byte_seconds=sum(samples) * interval, samples=len(samples))
 
 
-def nvml_reader(index: int) -> Callable[[], int | None]:
-    """Used memory (total minus free) on GPU `index`, through NVML (nvidia-ml-py)."""
-    import pynvml  # only runners with GPUs need it
+class GpuUnreadable(ChallengeError):
+    """NVML cannot be read on this host (nvidia-ml-py missing, no NVIDIA driver, a GPU it does not have)."""
 
-    pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 
+def nvml_gpus() -> dict[str, str]:
+    """The GPUs NVML sees on this host, by index ("0" -> "NVIDIA H100 80GB HBM3"); GpuUnreadable says why not."""
+    nvml = _nvml()
+    with _nvml_errors(nvml, "NVML cannot list the GPUs"):
+        return {str(i): str(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(nvml.nvmlDeviceGetCount())}
+
+
+def nvml_readers(indices: Sequence[str]) -> dict[str, Callable[[], int | None]]:
+    """A reader of used memory (total minus free) for each GPU index a runner was given, each opened now:
+    a runner that cannot measure its GPUs says so when it starts (GpuUnreadable), not in each submission."""
+    nvml = _nvml()
+    readers = {}
+    for index in indices:
+        if not index.isdigit():
+            raise GpuUnreadable(f"GPU {index!r}: the runner measures GPUs by index (0, 1, ...)")
+        with _nvml_errors(nvml, f"NVML cannot read GPU {index}"):
+            readers[index] = _used_memory(nvml, nvml.nvmlDeviceGetHandleByIndex(int(index)))
+    return readers
+
+
+def _used_memory(nvml: ModuleType, handle: object) -> Callable[[], int | None]:
     def read() -> int | None:
-        info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        info = nvml.nvmlDeviceGetMemoryInfo(handle)
         return int(info.total - info.free)
 
     return read
+
+
+def _nvml() -> ModuleType:
+    """pynvml, initialised (NVML counts its initialisations: a second one costs nothing)."""
+    try:
+        import pynvml  # only runners with GPUs need it
+    except ImportError:
+        raise GpuUnreadable("NVML cannot be read: pynvml is not installed (install nvidia-ml-py)") from None
+    with _nvml_errors(pynvml, "NVML cannot be read"):
+        pynvml.nvmlInit()
+    return pynvml
+
+
+@contextlib.contextmanager
+def _nvml_errors(nvml: ModuleType, what: str) -> Iterator[None]:
+    try:
+        yield
+    except nvml.NVMLError as exc:  # "NVML Shared Library Not Found", "Driver Not Loaded", "Invalid Argument"
+        raise GpuUnreadable(f"{what}: {exc}") from None

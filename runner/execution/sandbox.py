@@ -130,6 +130,15 @@ def process_alive(pid: int) -> bool:
     return pid > 0
 
 
+@dataclass(frozen=True)
+class EngineInfo:
+    """What an executor says of itself (`challenge doctor` prints it): its engine and version, and the
+    container runtimes it offers (runc; nvidia where the NVIDIA Container Toolkit registered one; runsc)."""
+
+    engine: str
+    runtimes: tuple[str, ...] = ()
+
+
 @runtime_checkable
 class OutputArea(Protocol):
     """A size-limited /output that containers write into and the host reads back safely."""
@@ -189,6 +198,15 @@ class Executor(Protocol):
 
     def remove_labelled(self, job: str) -> int:
         """Remove the runs a dead runner left for `job`; how many there were."""
+        ...
+
+    def describe(self) -> EngineInfo:
+        """The engine's name, version and runtimes; SandboxError when it cannot be reached."""
+        ...
+
+    def has_credentials(self, registry: str) -> bool | None:
+        """Whether this executor pulls from `registry` with credentials (`docker login`), so private images
+        there can run; None when it cannot tell (a credential store that does not answer)."""
         ...
 
     def remove_orphans(self) -> int:

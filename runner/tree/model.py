@@ -558,6 +558,13 @@ class Phase(PhaseOptions):
         """Whether submissions are container images the runner runs (algorithm and training phases)."""
         return self.submission_kind != "predictions"
 
+    @property
+    def gpus_wanted(self) -> int:
+        """The most GPUs one of its runs asks for: a runner needs that many to evaluate it (or --cpu-fallback)."""
+        if not self.runs_algorithms:
+            return 0
+        return max(self.algorithm.gpus, self.training.gpus if self.submission_kind == "training" else 0)
+
 
 # --- submissions/<phase>/<participant>/<id>.yml ------------------------------------------------
 

@@ -18,7 +18,7 @@ import pytest
 
 from runner.cli import warm_client
 from tests.evaluation.test_resilience import labelled, wait_until
-from tests.helpers import CHALLENGE, PHASE, write_submission
+from tests.helpers import CHALLENGE, PHASE, nvml_readable, write_submission
 
 pytestmark = pytest.mark.docker
 
@@ -87,6 +87,16 @@ def test_no_warm_runner_is_one_line_and_status_1(repo, data_root, base_image, so
     assert done.returncode == 1
     assert stderr == (f"error: no warm runner answers at {socket_path}: start one with `challenge runner --socket "
                       f"{socket_path}`, or evaluate without {warm_client.OPTION}\n")
+
+
+def test_a_job_given_gpus_nvml_cannot_read_is_one_line_at_its_start(repo, data_root, base_image, socket_path, warm):
+    if nvml_readable():
+        pytest.skip("this host has NVML")
+    write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@sha256:" + "a" * 64)
+    job = client(repo, data_root, base_image, socket_path, env={"CHALLENGE_GPUS": "0"})
+    _, stderr = job.communicate(timeout=60)
+    assert job.returncode == 1 and stderr == "error: NVML cannot be read: NVML Shared Library Not Found\n"
+    assert result(repo) is None and warm.poll() is None  # nothing was touched, and the runner serves on
 
 
 def test_a_warm_runner_killed_mid_job_loses_nothing(repo, data_root, base_image, behave, socket_path, docker_client):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,9 @@ import pytest
 from runner.cli import main
 from runner.evaluation.job import RunnerConfig, RunnerError, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
+from runner.execution.measure import GpuUnreadable, nvml_readers
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
+from tests.helpers import CHALLENGE, PHASE, REPO, nvml_readable, write_submission
 
 pytestmark = pytest.mark.docker
 EXAMPLES = REPO / "challenges" / CHALLENGE / "examples"
@@ -202,3 +204,18 @@ def test_predictions_zip_is_scored(repo, engine, base_image, data_root, tmp_path
                    evaluation_image=image)
     assert bad.status == "failed"
     assert bad.error == f"Predictions file sha256 is {digest}, but the submission pins {'ab' * 32}"
+
+
+@pytest.mark.skipif(nvml_readable(), reason="this host reads NVML")
+def test_a_runner_given_gpus_without_nvml_stops_at_start_with_one_line(repo, tmp_path, capsys):
+    write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@sha256:" + "a" * 64)
+    status = main(["--root", str(repo), "evaluate", "--pending", "--gpus", "0", "--data-root", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.err == "error: NVML cannot be read: NVML Shared Library Not Found\n"
+    assert not list((repo / "challenges" / CHALLENGE / "results").rglob("v1.json"))  # nothing ran
+
+
+def test_nvml_readers_without_pynvml_say_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # as where nvidia-ml-py is not installed
+    with pytest.raises(GpuUnreadable, match=r"^NVML cannot be read: pynvml is not installed \(install nvidia-ml-py\)$"):
+        nvml_readers(("0",))

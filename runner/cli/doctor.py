@@ -1,0 +1,42 @@
+"""`challenge doctor`: check this runner host before it evaluates anything, one line per check."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+from rich.markup import escape
+
+from runner.evaluation.doctor import Check, Host, examine, failed
+
+from .common import err, open_store, out, state_dir
+from .evaluate import add_runner_options, runner_config, runner_engine
+from .keys import runner_keys
+
+STYLES = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def register(sub) -> None:
+    d = sub.add_parser("doctor", help="check this runner host: the engine, GPUs, hidden data and its permissions, "
+                                      "disk, keys and registries (exit 1 if a check fails)")
+    add_runner_options(d)
+    d.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Every check with the options `challenge evaluate` would get; 1 if any fails, warnings included or not."""
+    store = open_store(args.root, keys=runner_keys())  # whom the runner seals to: GitHub's keys of github:<login>
+    host = Host(config=runner_config(args, store), state_dir=state_dir(store.root), base_image=args.base_image)
+    with contextlib.closing(runner_engine(root=store.root)) as executor:  # no GPUs: NVML is one of the checks
+        checks = examine(store, executor, host, log=err.print)
+    for check in checks:
+        out.print(line(check), markup=True)
+    counts = {status: sum(c.status == status for c in checks) for status in STYLES}
+    out.print(f"{counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok", markup=False)
+    return 1 if failed(checks) else 0
+
+
+def line(check: Check) -> str:
+    """`ok    engine: Docker 27.1; ...`, with `Fix: ...` on a line that is not ok; nothing of it read as markup."""
+    fix = f". Fix: {check.fix}" if check.status != "ok" and check.fix else ""
+    return f"[{STYLES[check.status]}]{check.status:<4}[/] {escape(f'{check.name}: {check.detail}{fix}')}"
