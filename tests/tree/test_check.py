@@ -4,13 +4,15 @@ all of them in one run, and warns about score paths that match nothing in the co
 from __future__ import annotations
 
 import hashlib
+import shutil
 import textwrap
 from pathlib import Path
 
 from runner.cli import main
 from runner.tree.check import check
+from runner.tree.sealing import new_identity
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, add_result, edit_yaml, phase_file, write_submission
+from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -170,6 +172,40 @@ def test_score_paths_are_tried_on_the_committed_results(repo, capsys):
         "the 1 succeeded result of this phase",
         f"ok: {repo / 'challenges'} is valid (2 warnings)",
     ]
+
+
+def test_score_paths_are_tried_only_where_the_scores_can_be_read(repo, capsys):
+    """A blind phase's public records hold no scores: without the runner's copies (a workflow's checkout)
+    they prove no path wrong; with them, the paths are tried on the whole results."""
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])  # before the phase withholds anything: public
+    edit_yaml(phase_file(repo), blind=True)
+    for participant in ("bob", "carol"):
+        add_result(repo, participant, "v1", 0.7, cases=[0.6, 0.8])
+    copies = repo / "build" / "withheld"
+    kept = shutil.move(copies, repo / "kept")
+    assert run_check(repo, capsys) == (0, [f"ok: {repo / 'challenges'} is valid"], "")
+    edit_yaml(phase_file(repo), score_jsonpath="aggregates.dice.meen")
+    assert run_check(repo, capsys)[1][0].endswith(
+        "'aggregates.dice.meen' matches no number in the 1 succeeded result of this phase whose scores can be "
+        "read (2 more withhold them); did you mean 'aggregates.dice.mean'?")
+    shutil.rmtree(phase_file(repo).parents[1] / "results" / PHASE / "alice")
+    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]  # none readable: no claim
+    shutil.move(kept, copies)
+    assert run_check(repo, capsys)[1][0].endswith(
+        "'aggregates.dice.meen' matches no number in the 2 succeeded results of this phase; did you mean "
+        "'aggregates.dice.mean'?")
+
+
+def test_ranking_metrics_are_tried_like_the_columns(repo, capsys):
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    phase = phase_file(repo)
+    edit_yaml(phase, scoring_method_choice="rank-then-average", ranking_metrics=[
+        {"path": "case.*.dice", "title": "Dice"}, {"path": "case.*.dise", "title": "Typo"}])
+    assert run_check(repo, capsys)[1] == [
+        f"warning: {phase}:{line_of(phase, 'case.*.dise')}: ranking_metrics[1].path: 'case.*.dise' matches no "
+        "values in the 1 succeeded result of this phase",
+        f"ok: {repo / 'challenges'} is valid (1 warning)"]
 
 
 def test_one_file_that_is_not_ours(repo, capsys):
