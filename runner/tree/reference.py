@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from runner.tree.model import MEASUREMENTS, SUMMARIES
 from runner.tree.schema import KINDS, json_schema
 
 INTRO = """\
@@ -51,12 +52,54 @@ HEADER = "| field | type | default | meaning | grand-challenge |\n| --- | --- | 
 
 def reference_markdown() -> str:
     """The whole reference as one Markdown page."""
-    parts = [INTRO, RULES]
+    parts = [INTRO, RULES, measurements()]
     for kind in KINDS:
         schema = json_schema(kind.name)
         parts.append(f"## {kind.name}: `{kind.where}`\n\n{_words(schema.get('description', ''))}\n")
         parts.extend(_sections(schema, schema, "", 3))
     return "\n".join(parts)
+
+
+def measurements() -> str:
+    """The runner's own numbers that score paths read under `runner` (MEASUREMENTS, SUMMARIES): where
+    each inference mode writes them, with an example of each mode."""
+    first, summary = MEASUREMENTS[0].name, next(iter(SUMMARIES))
+    rows = "\n".join(f"| `{m.name}` | {_words(m.meaning)} | the {m.whole} over its runs |" for m in MEASUREMENTS)
+    return f"""\
+## The runner's measurements
+
+Where the runner runs the participant's container (algorithm and training phases), a score path
+(`score_jsonpath`, `extra_results_columns`, `score_case_jsonpath`, `ranking_metrics`) may read what
+it measured of the algorithm's runs, under `runner`. A predictions phase runs no container: it has
+no `runner`.
+
+| measurement | meaning | a per-case job's `runner.<measurement>` |
+| --- | --- | --- |
+{rows}
+
+- `runner.<measurement>`: the whole job's, in either mode.
+- `runner.cases.<run>.<measurement>`: each run's, in per-case mode only (`inference_mode: per-case`,
+  or `algorithm_interface: grand-challenge`). A run is named after its case, or `first..last` where
+  `cases_per_run` is above 1.
+- `runner.aggregates.<measurement>.<summary>`: {", ".join(f"`{s}`" for s in SUMMARIES)} of each
+  measurement over the runs, in per-case mode only.
+
+Batch mode writes neither `runner.cases` nor `runner.aggregates`: a column reading them shows `-`
+in every row. A column of seconds in batch mode (the default):
+
+```yaml
+extra_results_columns:
+  - {{path: runner.{first}, title: Seconds, order: asc}}
+```
+
+and per case:
+
+```yaml
+inference_mode: per-case
+extra_results_columns:
+  - {{path: runner.aggregates.{first}.{summary}, title: Seconds per case, order: asc}}
+```
+"""
 
 
 def _sections(root: dict[str, Any], node: dict[str, Any], where: str, depth: int) -> Iterator[str]:

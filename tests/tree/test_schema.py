@@ -16,6 +16,8 @@ import yaml
 from runner.cli import main
 from runner.tree.located import ModelError
 from runner.tree.model import (
+    MEASUREMENTS,
+    SUMMARIES,
     Column,
     CombinedLeaderboard,
     Phase,
@@ -297,6 +299,16 @@ def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(repo):
 # --- the field reference -----------------------------------------------------------------------------------------
 
 
+def test_the_reference_lists_the_runners_measurements_and_where_each_mode_writes_them():
+    section = reference_markdown().split("## The runner's measurements\n", 1)[1].split("\n## ", 1)[0]
+    for measurement in MEASUREMENTS:
+        assert f"| `{measurement.name}` | {measurement.meaning} | the {measurement.whole} over its runs |" in section
+    assert ", ".join(f"`{name}`" for name in SUMMARIES) in section
+    assert "`runner.aggregates.<measurement>.<summary>`" in section and "in per-case mode only" in section
+    assert "- {path: runner.wall_time_s, title: Seconds, order: asc}" in section  # batch mode's example
+    assert "- {path: runner.aggregates.wall_time_s.mean, title: Seconds per case, order: asc}" in section
+
+
 def test_the_reference_lists_every_field_with_its_meaning():
     page = reference_markdown()
     for name, schema in json_schemas().items():
@@ -306,7 +318,8 @@ def test_the_reference_lists_every_field_with_its_meaning():
                 assert f"| `{field}` |" in page and " ".join(spec["description"].split()) in page
     assert ("| `score_jsonpath` | JSONPath | required | Where the score is in each result: a JSONPath into the "
             "evaluation's metrics.json (aggregates.dice.mean), or under runner for the runner's measurements "
-            "(runner.aggregates.wall_time_s.mean). | `score_jsonpath` |") in page
+            "(runner.wall_time_s; the field reference lists them, and which inference_mode writes which). "
+            "| `score_jsonpath` |") in page
     assert "| `memory` | size: bytes, or 512m, 2g | `2g` |" in page
     assert "A time without a timezone is refused" in page and "`2027-01-31T23:59:59Z`" in page
     assert "means the end of that day in\nUTC" in page
