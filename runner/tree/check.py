@@ -7,7 +7,8 @@ submission's phase takes what it submits and its predictions file has the pinned
 phase has an evaluation container. Last, score paths are tried on the results already committed:
 one that matches nothing in any succeeded result whose scores can be read is a warning (printed, not
 a failure: a typo in score_jsonpath leaves everyone unranked, but a new phase has no results yet to
-try it on, and a blind phase's public records hold no scores to try it on).
+try it on, and a blind phase's public records hold no scores to try it on), as is one reading a
+runner measurement that the phase's mode never writes, results or not.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from runner.tree.model import (
     load_result,
     load_submission,
     scored_document,
+    unwritten_runner_path,
 )
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import withholds
@@ -331,21 +333,28 @@ class _Checker:
 def score_path_warnings(path: Path, phase: Phase, results: list[Result]) -> list[ModelError]:
     """A warning for each score path that matches nothing in any succeeded result of the phase whose
     scores can be read (results read the way the leaderboard reads them, runner measurements under
-    `runner`). A record that withholds its scores holds none of them: trying a path on it proves nothing."""
+    `runner`), or, results or not, that reads a runner measurement the phase never writes. A record
+    that withholds its scores holds none of them: trying a path on it proves nothing."""
     succeeded = [r for r in results if r.status == "succeeded"]
     documents = [scored_document(r) for r in succeeded if not r.withheld]
-    if not documents:
-        return []
-    withheld = f" whose scores can be read ({len(succeeded) - len(documents)} more withhold them)" if (
-        len(documents) < len(succeeded)) else ""
     doc, warnings = load_yaml(path), []
     for key, score_path, per_case in score_paths(phase):
-        if not any(_matches(document, score_path, per_case) for document in documents):
-            hint = _closest(score_path, documents)
-            warnings.append(doc.error(key, f"{score_path!r} matches no {'values' if per_case else 'number'} in the "
-                                           f"{len(documents)} succeeded result{'s' if len(documents) > 1 else ''} "
-                                           f"of this phase{withheld}{hint}"))
+        if any(_matches(document, score_path, per_case) for document in documents):
+            continue
+        why = unwritten_runner_path(phase, score_path) or _unmatched(score_path, per_case, documents,
+                                                                      withheld=len(succeeded) - len(documents))
+        if why:
+            warnings.append(doc.error(key, f"{score_path!r} {why}"))
     return warnings
+
+
+def _unmatched(path: str, per_case: bool, documents: list[dict[str, Any]], *, withheld: int) -> str | None:
+    """What a path matching none of `documents` is told; None without documents to try it on."""
+    if not documents:
+        return None
+    readable = f" whose scores can be read ({withheld} more withhold them)" if withheld else ""
+    return (f"matches no {'values' if per_case else 'number'} in the {len(documents)} succeeded "
+            f"result{'s' if len(documents) > 1 else ''} of this phase{readable}{_closest(path, documents)}")
 
 
 def score_paths(phase: Phase) -> Iterator[tuple[Key, str, bool]]:

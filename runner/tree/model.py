@@ -36,6 +36,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from runner.errors import printable
+from runner.tree.jsonpaths import leading_names
 from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
 from runner.tree.paths import companion_file
 from runner.tree.references import DIGEST, PINNED, SHA256, check_image_ref
@@ -700,6 +701,20 @@ MEASUREMENTS = (
 )
 # Each measurement's summaries over a per-case job's runs, by their names in runner.aggregates.<measurement>.<name>.
 SUMMARIES: dict[str, Callable[[list[float]], float]] = {"mean": statistics.fmean, "max": max, "sum": sum}
+
+
+def unwritten_runner_path(phase: Phase, path: str) -> str | None:
+    """Why no result of `phase` holds what a score path reads under `runner` (None: results may): a
+    predictions phase runs no container, and only per-case runs write runner.cases and runner.aggregates."""
+    names = leading_names(path)
+    if names[:1] != ("runner",):
+        return None
+    if not phase.runs_algorithms:
+        return "reads the runner's measurements, but a predictions phase runs no container to measure"
+    if names[1:2] in (("cases",), ("aggregates",)) and not phase.runs_per_case:
+        return (f"reads runner.{names[1]}, which only per-case runs write, but this phase runs in batch mode: "
+                "set inference_mode: per-case, or read the whole run's runner.<measurement>")
+    return None
 
 
 @dataclass

@@ -85,7 +85,7 @@ no `runner`.
   measurement over the runs, in per-case mode only.
 
 Batch mode writes neither `runner.cases` nor `runner.aggregates`: a column reading them shows `-`
-in every row. A column of seconds in batch mode (the default):
+in every row, and `challenge check` warns of it. A column of seconds in batch mode (the default):
 
 ```yaml
 extra_results_columns:

@@ -208,6 +208,32 @@ def test_ranking_metrics_are_tried_like_the_columns(repo, capsys):
         f"ok: {repo / 'challenges'} is valid (1 warning)"]
 
 
+def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(repo, capsys):
+    phase = phase_file(repo)
+    edit_yaml(phase, extra_results_columns=[{"path": "runner.aggregates.wall_time_s.mean", "title": "Seconds"},
+                                            {"path": "runner.wall_time_s", "title": "Seconds in all"}],
+              scoring_method_choice="rank-then-average", score_case_jsonpath=None,
+              ranking_metrics=[{"path": "runner.cases.*.wall_time_s", "title": "Time", "order": "asc"}])
+    batch = ("which only per-case runs write, but this phase runs in batch mode: set inference_mode: per-case, or "
+             "read the whole run's runner.<measurement>")
+    warned = [f"warning: {phase}:{line_of(phase, 'runner.aggregates')}: extra_results_columns[0].path: "
+              f"'runner.aggregates.wall_time_s.mean' reads runner.aggregates, {batch}",
+              f"warning: {phase}:{line_of(phase, 'runner.cases')}: ranking_metrics[0].path: "
+              f"'runner.cases.*.wall_time_s' reads runner.cases, {batch}",
+              f"ok: {repo / 'challenges'} is valid (2 warnings)"]
+    assert run_check(repo, capsys)[1] == warned
+    edit_yaml(phase, inference_mode="per-case")
+    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]
+    edit_yaml(phase, inference_mode="batch")
+    add_result(repo, "alice", "v1", 0.8)  # results of the mode: still one warning per path
+    assert run_check(repo, capsys)[1] == warned
+    shutil.rmtree(phase.parents[1] / "results")
+    edit_yaml(phase, submission_kind="predictions")
+    assert (f"warning: {phase}:{line_of(phase, 'runner.wall_time_s')}: extra_results_columns[1].path: "
+            "'runner.wall_time_s' reads the runner's measurements, but a predictions phase runs no container to "
+            "measure") in run_check(repo, capsys)[1]
+
+
 def test_one_file_that_is_not_ours(repo, capsys):
     page = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     assert run_check(repo, capsys, str(page)) == (
