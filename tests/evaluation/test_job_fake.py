@@ -27,9 +27,9 @@ from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, SandboxError
+from runner.site.reference import measurements
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import ModelError, Result, scored_document
-from runner.tree.reference import measurements
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file, write_submission
