@@ -19,14 +19,13 @@ import hashlib
 import json
 import os
 import shutil
-import statistics
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from runner import __version__
 from runner.errors import printable
@@ -39,7 +38,18 @@ from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Limits, Phase, Result, RunRecord, Submission, details_of, nested_paths
+from runner.tree.model import (
+    MEASUREMENTS,
+    SUMMARIES,
+    Limits,
+    Measurement,
+    Phase,
+    Result,
+    RunRecord,
+    Submission,
+    details_of,
+    nested_paths,
+)
 from runner.tree.policy import participant_logs
 from runner.tree.references import image_refusal
 from runner.tree.sealing import Identity
@@ -55,7 +65,6 @@ WORK_PREFIX = "challenge-eval-"  # then the runner's pid: a later runner removes
 CPU_FALLBACK = "none (cpu fallback)"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
 
-N = TypeVar("N", int, float)
 CaseCallback = Callable[[str, int, int, dict], None]  # (case or run, index, total, record)
 
 
@@ -189,7 +198,6 @@ class _Job:
     def _algorithm(self, inputs: Path, image_id: str) -> RunRecord:
         ref, runs = self.ref, self._plan(inputs)
         measured: dict[str, dict[str, Any]] = {}
-        per_case = runs[0].name is not None
         # Runs go in case order, so the first one failing stops the job before the rest spend GPU time.
         for index, run in enumerate(runs):
             try:
@@ -199,13 +207,13 @@ class _Job:
             except ContainerFailed as failure:
                 if failure.measured is not None:
                     measured[run.name or ""] = failure.measured
-                failure.record = self._fold(ref, image_id, measured, per_case=per_case)
+                failure.record = self._fold(ref, image_id, measured)
                 raise
             if run.name is not None:
                 self.on_case(run.name, index, len(runs), measured[run.name])
         if self.phase.evaluation_interface == "grand-challenge":
             (self.predictions / gc.PREDICTIONS).write_text(json.dumps(self.jobs, indent=2))
-        return self._fold(ref, image_id, measured, per_case=per_case)
+        return self._fold(ref, image_id, measured)
 
     def _train(self, image_id: str) -> RunRecord:
         """Type 3: the image trained on the hidden training data (resumed, or reused when done);
@@ -256,7 +264,7 @@ class _Job:
         if self.phase.algorithm_interface == "grand-challenge":
             return [Run(case, (case,), self._gc_input(inputs / case, case), gc.job_pk(key, case))
                     for case in _cases(inputs)]
-        if self.phase.inference_mode == "batch":
+        if not self.phase.runs_per_case:
             return [Run(None, (), inputs, gc.job_pk(key, "batch"))]
         cases, size = _cases(inputs), self.phase.cases_per_run
         batches = [tuple(cases[i:i + size]) for i in range(0, len(cases), size)]
@@ -442,17 +450,15 @@ class _Job:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{stage}.log").write_text(text)
 
-    def _fold(self, ref: str, image_id: str, measured: dict[str, dict[str, Any]], *, per_case: bool) -> RunRecord:
-        """One record from the runs of a job: times summed, peaks maxed, the last run's exit state."""
-        runs = list(measured.values()) or [{}]
+    def _fold(self, ref: str, image_id: str, measured: dict[str, dict[str, Any]]) -> RunRecord:
+        """One record from the runs of a job: each measurement folded as MEASUREMENTS declares (times
+        summed, peaks maxed), the last run's exit state."""
+        runs, per_case = list(measured.values()) or [{}], self.phase.runs_per_case
         last = runs[-1]
+        whole: dict[str, Any] = {m.name: _whole(m, [r.get(m.name) for r in runs]) for m in MEASUREMENTS}
         return RunRecord(
             image=ref, image_id=image_id, exit_code=last.get("exit_code"),
-            wall_time_s=round(sum(r.get("wall_time_s") or 0 for r in runs), 3),
-            timed_out=bool(last.get("timed_out")), oom_killed=bool(last.get("oom_killed")),
-            peak_memory_bytes=_max(r.get("peak_memory_bytes") for r in runs),
-            gpu_memory_max_bytes=_max(r.get("gpu_memory_max_bytes") for r in runs),
-            gpu_memory_auc_byte_s=_sum(r.get("gpu_memory_auc_byte_s") for r in runs),
+            timed_out=bool(last.get("timed_out")), oom_killed=bool(last.get("oom_killed")), **whole,
             reused=all(r.get("reused") for r in runs),
             cases=measured if per_case else None,
             aggregates=_aggregates(measured) if per_case else None,
@@ -518,21 +524,19 @@ def _reason(outcome: Outcome, spec: RunSpec, limits: Limits) -> str:
 
 
 def _aggregates(cases: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """runner.aggregates: each measurement's SUMMARIES over the runs that have it."""
     out = {}
-    for name in ("wall_time_s", "peak_memory_bytes", "gpu_memory_max_bytes", "gpu_memory_auc_byte_s"):
-        values = [c[name] for c in cases.values() if c.get(name) is not None]
+    for measurement in MEASUREMENTS:
+        values = [c[measurement.name] for c in cases.values() if c.get(measurement.name) is not None]
         if values:
-            out[name] = {"mean": statistics.fmean(values), "max": max(values), "sum": sum(values)}
+            out[measurement.name] = {name: summary(values) for name, summary in SUMMARIES.items()}
     return out
 
 
-def _max(values: Iterable[N | None]) -> N | None:
-    return max((v for v in values if v is not None), default=None)
-
-
-def _sum(values: Iterable[float | None]) -> float | None:
+def _whole(measurement: Measurement, values: list[float | None]) -> float | None:
+    """The job's value of a measurement from its runs' (None: no run has it), to 3 decimals (1 ms)."""
     present = [v for v in values if v is not None]
-    return sum(present) if present else None
+    return round(SUMMARIES[measurement.whole](present), 3) if present else None
 
 
 def _predictions_file(submission: Submission) -> Path:

@@ -46,6 +46,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.facts import phase_facts, size_text
+from runner.site.reference import reference_markdown
 from runner.tree.details import submission_details, supplementary_file
 from runner.tree.exclusions import exclusions
 from runner.tree.history import History, HistoryError, Snapshot
@@ -59,7 +60,6 @@ from runner.tree.model import (
 from runner.tree.paths import result_path
 from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.records import write_atomic
-from runner.tree.reference import reference_markdown
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 

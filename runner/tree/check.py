@@ -5,8 +5,10 @@ at the file that has it: a submission is not blamed for its broken phase file, w
 lines. Then what spans files: a parent phase and a combined leaderboard's phases exist, a
 submission's phase takes what it submits and its predictions file has the pinned hash, every
 phase has an evaluation container. Last, score paths are tried on the results already committed:
-one that matches nothing in any succeeded result is a warning (printed, not a failure: a typo in
-score_jsonpath leaves everyone unranked, but a new phase has no results yet to try it on).
+one that matches nothing in any succeeded result whose scores can be read is a warning (printed, not
+a failure: a typo in score_jsonpath leaves everyone unranked, but a new phase has no results yet to
+try it on, and a blind phase's public records hold no scores to try it on), as is one reading a
+runner measurement that the phase's mode never writes, results or not.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from runner.tree.model import (
     load_result,
     load_submission,
     scored_document,
+    unwritten_runner_path,
 )
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import withholds
@@ -228,11 +231,12 @@ class _Checker:
         return seen if parent == phase.slug and len(seen) > 1 else []
 
     def _results(self, slug: str, phase: str) -> list[Result]:
-        """The phase's committed results that can be read (the others are reported as files)."""
+        """The phase's committed results that can be read (the others are reported as files): whole where
+        the runner's copies or the store's keys open what their public records withhold."""
         found = []
         for path in sorted((self.store.base / slug / "results" / phase).glob("*/*.json")):
             try:
-                found.append(load_result(path))
+                found.append(self.store.read_result(path))
             except (ModelError, OSError, UnicodeDecodeError):
                 continue
         return found
@@ -327,23 +331,34 @@ class _Checker:
 
 
 def score_path_warnings(path: Path, phase: Phase, results: list[Result]) -> list[ModelError]:
-    """A warning for each score path that matches nothing in any succeeded result of the phase
-    (results read the way the leaderboard reads them, runner measurements under `runner`)."""
-    documents = [scored_document(r) for r in results if r.status == "succeeded"]
-    if not documents:
-        return []
+    """A warning for each score path that matches nothing in any succeeded result of the phase whose
+    scores can be read (results read the way the leaderboard reads them, runner measurements under
+    `runner`), or, results or not, that reads a runner measurement the phase never writes. A record
+    that withholds its scores holds none of them: trying a path on it proves nothing."""
+    succeeded = [r for r in results if r.status == "succeeded"]
+    documents = [scored_document(r) for r in succeeded if not r.withheld]
     doc, warnings = load_yaml(path), []
     for key, score_path, per_case in score_paths(phase):
-        if not any(_matches(document, score_path, per_case) for document in documents):
-            hint = _closest(score_path, documents)
-            warnings.append(doc.error(key, f"{score_path!r} matches no {'values' if per_case else 'number'} in the "
-                                           f"{len(documents)} succeeded result{'s' if len(documents) > 1 else ''} "
-                                           f"of this phase{hint}"))
+        if any(_matches(document, score_path, per_case) for document in documents):
+            continue
+        why = unwritten_runner_path(phase, score_path) or _unmatched(score_path, per_case, documents,
+                                                                      withheld=len(succeeded) - len(documents))
+        if why:
+            warnings.append(doc.error(key, f"{score_path!r} {why}"))
     return warnings
 
 
+def _unmatched(path: str, per_case: bool, documents: list[dict[str, Any]], *, withheld: int) -> str | None:
+    """What a path matching none of `documents` is told; None without documents to try it on."""
+    if not documents:
+        return None
+    readable = f" whose scores can be read ({withheld} more withhold them)" if withheld else ""
+    return (f"matches no {'values' if per_case else 'number'} in the {len(documents)} succeeded "
+            f"result{'s' if len(documents) > 1 else ''} of this phase{readable}{_closest(path, documents)}")
+
+
 def score_paths(phase: Phase) -> Iterator[tuple[Key, str, bool]]:
-    """(where in the phase file, path, per case?) of every path the leaderboard reads."""
+    """(where in the phase file, path, per case?) of every path the leaderboard and its ranking read."""
     yield ("score_jsonpath",), phase.score.path, False
     if phase.score.error_path:
         yield ("score_error_jsonpath",), phase.score.error_path, False
@@ -353,6 +368,8 @@ def score_paths(phase: Phase) -> Iterator[tuple[Key, str, bool]]:
             yield ("extra_results_columns", i, "error_path"), column.error_path, False
     if phase.score_case_jsonpath:
         yield ("score_case_jsonpath",), phase.score_case_jsonpath, True
+    for i, metric in enumerate(phase.ranking_metrics):
+        yield ("ranking_metrics", i, "path"), metric.path, True
 
 
 def _matches(document: dict[str, Any], path: str, per_case: bool) -> bool:

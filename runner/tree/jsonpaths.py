@@ -7,7 +7,7 @@ import re
 from functools import cache
 from typing import Any
 
-from jsonpath_ng.jsonpath import Fields, JSONPath
+from jsonpath_ng.jsonpath import Child, Fields, JSONPath, Root
 from jsonpath_ng.parser import parse
 
 _NAMES = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"  # plain names joined by dots
@@ -19,6 +19,23 @@ WILDCARD = re.compile(rf"(?:\$\.)?(?P<head>{_NAMES})\.\*\.(?P<tail>{_NAMES})")
 @cache
 def compiled(path: str) -> JSONPath:
     return parse(path)
+
+
+def leading_names(path: str) -> tuple[str, ...]:
+    """The field names a JSONPath starts with, up to its first wildcard, filter or recursion:
+    ('runner', 'cases') of runner.cases.*.wall_time_s."""
+    names: list[str] = []
+    for step in _steps(compiled(path)):
+        if isinstance(step, Root) and not names:
+            continue
+        if not (isinstance(step, Fields) and len(step.fields) == 1 and step.fields[0] != "*"):
+            break
+        names.append(step.fields[0])
+    return tuple(names)
+
+
+def _steps(node: JSONPath) -> list[JSONPath]:
+    return [*_steps(node.left), *_steps(node.right)] if isinstance(node, Child) else [node]
 
 
 def lookup(document: Any, path: str | None) -> float | None:

@@ -15,7 +15,8 @@ import datetime as dt
 import json
 import re
 import shlex
-from collections.abc import Iterator
+import statistics
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -35,6 +36,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from runner.errors import printable
+from runner.tree.jsonpaths import leading_names
 from runner.tree.located import PARTICIPANT, Document, Key, ModelError, as_utc, load_yaml
 from runner.tree.paths import companion_file
 from runner.tree.references import DIGEST, PINNED, SHA256, check_image_ref
@@ -277,8 +279,9 @@ class RankingMetric:
     __pydantic_config__: ClassVar[ConfigDict] = STRICT
     path: Annotated[JsonPath, meta(
         "Each case's value, a JSONPath whose one * stands for the case: into the evaluation's metrics.json "
-        "(case.*.dsc) or into the runner's measurements (runner.cases.*.wall_time_s). Cases are matched by name "
-        "up to the first dot, so the runner's case-001.nii.gz and the evaluation's case-001 are one case.")]
+        "(case.*.dsc) or into the runner's measurements in per-case mode (runner.cases.*.wall_time_s). Cases are "
+        "matched by name up to the first dot, so the runner's case-001.nii.gz and the evaluation's case-001 are "
+        "one case.")]
     title: Annotated[Text, meta("The metric's name in the ranking's explanation.")]
     order: Annotated[Sort, meta("desc: higher is better; asc: lower is better.")] = "desc"
     weight: Annotated[Number, meta("Its weight in each result's mean rank.", gt=0)] = 1.0
@@ -419,7 +422,7 @@ class PhaseOptions:
         gc="auto_publish_new_results")] = True
     inference_mode: Annotated[Mode, meta(
         "batch: one algorithm run over all cases; per-case: one run per case, each with algorithm_time_limit, "
-        "its time and memory measured (FLARE's protocol).")] = "batch"
+        "its time and memory measured apart (runner.cases, runner.aggregates; FLARE's protocol).")] = "batch"
     evaluation_image: Annotated[OrganizerImage | None, meta(
         "The evaluation container, pinned by digest. Unset: built from challenges/<challenge>/evaluation/"
         "Dockerfile.")] = None
@@ -506,7 +509,8 @@ class PhaseFile(PhaseOptions):
     score_title: Annotated[Text, meta("The score column's title.", gc="score_title")] = "Score"
     score_jsonpath: Annotated[JsonPath, meta(
         "Where the score is in each result: a JSONPath into the evaluation's metrics.json (aggregates.dice.mean), "
-        "or under runner for the runner's measurements (runner.aggregates.wall_time_s.mean).", gc="score_jsonpath")]
+        "or under runner for the runner's measurements (runner.wall_time_s; the field reference lists them, and "
+        "which inference_mode writes which).", gc="score_jsonpath")]
     score_error_jsonpath: Annotated[JsonPath | None, meta(
         "Where the score's error is (e.g. aggregates.dice.std), shown as ± next to it.",
         gc="score_error_jsonpath")] = None
@@ -552,6 +556,12 @@ class Phase(PhaseOptions):
         training = Limits(time_limit=file.training_time_limit, **asdict(file.training_resources))
         return cls(challenge=challenge, slug=slug, score=score, algorithm=algorithm,
                    evaluation=file.evaluation_resources, training=training, **shared)
+
+    @property
+    def runs_per_case(self) -> bool:
+        """Whether the algorithm runs once per case (or per cases_per_run cases), each run measured apart:
+        per-case mode, or grand-challenge's algorithm interface (one job per case)."""
+        return self.inference_mode == "per-case" or self.algorithm_interface == "grand-challenge"
 
     @property
     def runs_algorithms(self) -> bool:
@@ -677,10 +687,47 @@ class Submission(SubmissionFields):
 # --- results/<phase>/<participant>/<id>.json (written by the runner) --------------------------
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """A number the runner measures of each algorithm run. Score paths read it under `runner`: the
+    whole job's (`whole` folds a per-case job's runs into one), and in per-case mode each run's
+    (`runner.cases`) and their SUMMARIES (`runner.aggregates`). The field reference lists them."""
+
+    name: str  # its field in RunRecord and in each run's record
+    meaning: str
+    whole: Literal["sum", "max"]
+
+
+MEASUREMENTS = (
+    Measurement("wall_time_s", "seconds the container ran", "sum"),
+    Measurement("peak_memory_bytes", "the container's peak memory in bytes (its cgroup's high-water mark)", "max"),
+    Measurement("gpu_memory_max_bytes", "its stable maximum of GPU memory in bytes, sampled through NVML every "
+                "0.1 s (phases with algorithm_resources.gpus)", "max"),
+    Measurement("gpu_memory_auc_byte_s", "its GPU memory's area under the curve in byte-seconds (phases with "
+                "algorithm_resources.gpus)", "sum"),
+)
+# Each measurement's summaries over a per-case job's runs, by their names in runner.aggregates.<measurement>.<name>.
+SUMMARIES: dict[str, Callable[[list[float]], float]] = {"mean": statistics.fmean, "max": max, "sum": sum}
+
+
+def unwritten_runner_path(phase: Phase, path: str) -> str | None:
+    """Why no result of `phase` holds what a score path reads under `runner` (None: results may): a
+    predictions phase runs no container, and only per-case runs write runner.cases and runner.aggregates."""
+    names = leading_names(path)
+    if names[:1] != ("runner",):
+        return None
+    if not phase.runs_algorithms:
+        return "reads the runner's measurements, but a predictions phase runs no container to measure"
+    if names[1:2] in (("cases",), ("aggregates",)) and not phase.runs_per_case:
+        return (f"reads runner.{names[1]}, which only per-case runs write, but this phase runs in batch mode: "
+                "set inference_mode: per-case, or read the whole run's runner.<measurement>")
+    return None
+
+
 @dataclass
 class RunRecord:
     """What the sandbox saw of a container's run(s), as stored in a result. In per-case mode
-    `cases` holds each case's measurements and `aggregates` their summaries, so a leaderboard
+    `cases` holds each run's measurements and `aggregates` their SUMMARIES, so a leaderboard
     can rank on them (score path `runner.aggregates.wall_time_s.mean`)."""
 
     image: str

@@ -3,7 +3,7 @@
 An editor with the YAML language server completes and checks a file against these
 (`challenge schema phase > phase.schema.json`, then `# yaml-language-server: $schema=phase.schema.json`
 at the top of the file); the site publishes them (`json_schemas`), and the field reference for
-organizers is written from them (`runner.tree.reference`).
+organizers is written from them (`runner.site.reference`).
 """
 
 from __future__ import annotations

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from runner.errors import Retry
 from runner.evaluation.archives import preserve_image
@@ -25,10 +27,12 @@ from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, SandboxError
-from runner.tree.model import ModelError, Result
+from runner.site.reference import measurements
+from runner.tree.jsonpaths import lookup
+from runner.tree.model import ModelError, Result, scored_document
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, phase_file, write_submission
+from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file, write_submission
 
 CASES = ("case-000.npy", "case-001.npy", "case-002.npy")
 ALGORITHM = "ghcr.io/alice/algo@sha256:" + "a" * 64
@@ -167,6 +171,22 @@ def test_per_case_mode_runs_each_case_alone_in_order_and_measures_it(repo, fake,
     assert result.algorithm.aggregates["wall_time_s"] == {"mean": 2.0, "max": 3.0, "sum": 6.0}
     assert result.algorithm.aggregates["peak_memory_bytes"]["max"] == 300 * MiB
     assert (result.algorithm.wall_time_s, result.algorithm.peak_memory_bytes) == (6.0, 300 * MiB)
+
+
+def test_the_references_examples_read_what_each_mode_writes(repo, fake, config):
+    """The field reference's example of each inference mode, set in the phase, reads a number from the
+    results the runner writes in that mode; batch mode writes nothing at the per-case example's path."""
+    batch, each_case = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", measurements(), re.S)]
+    edit_yaml(phase_file(repo), **batch)
+    submit(repo, fake, Behaviour(write=threshold, wall_time_s=2.5))
+    evaluate_all(repo, fake, config)
+    edit_yaml(phase_file(repo), **each_case)
+    submit(repo, fake, *[Behaviour(write=threshold, wall_time_s=s) for s in (1.0, 2.0, 3.0)], participant="bob")
+    evaluate_all(repo, fake, config)
+    in_batch, per_run = (scored_document(result_of(repo, who)) for who in ("alice", "bob"))
+    [column], [run_column] = batch["extra_results_columns"], each_case["extra_results_columns"]
+    assert (lookup(in_batch, column["path"]), lookup(per_run, run_column["path"])) == (2.5, 2.0)
+    assert lookup(in_batch, run_column["path"]) is None
 
 
 def test_per_case_mode_stops_at_the_first_failing_case(repo, fake, config):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,8 @@ from runner.ranking.leaderboard import leaderboard
 from runner.ranking.phase_uncertainty import case_values
 from runner.site import pages
 from runner.site.build import BuildError, SiteConfig, build_site
+from runner.tree.model import MEASUREMENTS
+from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, DIGEST, PHASE, add_result, edit_yaml, phase_file
 
@@ -305,6 +310,37 @@ def test_challenge_page_shows_each_phases_rules_from_its_file(scored_repo):
     assert rows["Ranking"].startswith("results are ordered on Dice (mean) alone (higher is better)")
     assert f"`challenges/{CHALLENGE}/submissions/{PHASE}/<your GitHub login>/<id>.yml`" in page
     assert f"        phase: {PHASE}\n        image: ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>\n" in page
+
+
+def declared_prose() -> list[str]:
+    """Every description of every file kind's fields, and of the runner's measurements, on one line."""
+    def found(node: Any) -> Iterator[str]:
+        if isinstance(node, dict):
+            if isinstance(node.get("description"), str):
+                yield " ".join(node["description"].split())
+            for value in node.values():
+                yield from found(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from found(value)
+    return [*found(json_schemas()), *(m.meaning for m in MEASUREMENTS)]
+
+
+def test_the_built_field_reference_shows_the_declared_prose_as_text(repo):
+    """Placeholders such as registrations/<login>.yml were raw HTML to Markdown, and vanished from the page."""
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets)
+    built = (build_site(config) / "reference" / "index.html").read_text()
+    shown = html.unescape(re.sub(r"<[^>]+>", "", built))
+    prose = declared_prose()
+    placeholders = {p for text in prose for p in re.findall(r"<[^<>]+>", text.replace("`", ""))}
+    assert len(placeholders) >= 10 and {"<login>", "<challenge>", "<phase>", "<64 hex digits>"} <= placeholders
+    assert [p for p in placeholders if p not in shown] == []
+    written = html.unescape((config.stage / "reference.md").read_text())  # the prose the page holds, as text
+    lost = [text for text in prose if text in written and text.replace("`", "") not in shown]
+    assert lost == []  # nothing else taken as Markdown either (a * for emphasis)
+    assert '<td><code class="field-name">auto_publish_new_results</code></td>' in html.unescape(built)  # on one line:
+    assert ".md-typeset code.field-name { white-space: nowrap; }" in (config.assets / "challenge.css").read_text()
 
 
 def test_the_field_reference_and_json_schemas_are_published(scored_repo):

@@ -4,13 +4,15 @@ all of them in one run, and warns about score paths that match nothing in the co
 from __future__ import annotations
 
 import hashlib
+import shutil
 import textwrap
 from pathlib import Path
 
 from runner.cli import main
 from runner.tree.check import check
+from runner.tree.sealing import new_identity
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, add_result, edit_yaml, phase_file, write_submission
+from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -170,6 +172,66 @@ def test_score_paths_are_tried_on_the_committed_results(repo, capsys):
         "the 1 succeeded result of this phase",
         f"ok: {repo / 'challenges'} is valid (2 warnings)",
     ]
+
+
+def test_score_paths_are_tried_only_where_the_scores_can_be_read(repo, capsys):
+    """A blind phase's public records hold no scores: without the runner's copies (a workflow's checkout)
+    they prove no path wrong; with them, the paths are tried on the whole results."""
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])  # before the phase withholds anything: public
+    edit_yaml(phase_file(repo), blind=True)
+    for participant in ("bob", "carol"):
+        add_result(repo, participant, "v1", 0.7, cases=[0.6, 0.8])
+    copies = repo / "build" / "withheld"
+    kept = shutil.move(copies, repo / "kept")
+    assert run_check(repo, capsys) == (0, [f"ok: {repo / 'challenges'} is valid"], "")
+    edit_yaml(phase_file(repo), score_jsonpath="aggregates.dice.meen")
+    assert run_check(repo, capsys)[1][0].endswith(
+        "'aggregates.dice.meen' matches no number in the 1 succeeded result of this phase whose scores can be "
+        "read (2 more withhold them); did you mean 'aggregates.dice.mean'?")
+    shutil.rmtree(phase_file(repo).parents[1] / "results" / PHASE / "alice")
+    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]  # none readable: no claim
+    shutil.move(kept, copies)
+    assert run_check(repo, capsys)[1][0].endswith(
+        "'aggregates.dice.meen' matches no number in the 2 succeeded results of this phase; did you mean "
+        "'aggregates.dice.mean'?")
+
+
+def test_ranking_metrics_are_tried_like_the_columns(repo, capsys):
+    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    phase = phase_file(repo)
+    edit_yaml(phase, scoring_method_choice="rank-then-average", ranking_metrics=[
+        {"path": "case.*.dice", "title": "Dice"}, {"path": "case.*.dise", "title": "Typo"}])
+    assert run_check(repo, capsys)[1] == [
+        f"warning: {phase}:{line_of(phase, 'case.*.dise')}: ranking_metrics[1].path: 'case.*.dise' matches no "
+        "values in the 1 succeeded result of this phase",
+        f"ok: {repo / 'challenges'} is valid (1 warning)"]
+
+
+def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(repo, capsys):
+    phase = phase_file(repo)
+    edit_yaml(phase, extra_results_columns=[{"path": "runner.aggregates.wall_time_s.mean", "title": "Seconds"},
+                                            {"path": "runner.wall_time_s", "title": "Seconds in all"}],
+              scoring_method_choice="rank-then-average", score_case_jsonpath=None,
+              ranking_metrics=[{"path": "runner.cases.*.wall_time_s", "title": "Time", "order": "asc"}])
+    batch = ("which only per-case runs write, but this phase runs in batch mode: set inference_mode: per-case, or "
+             "read the whole run's runner.<measurement>")
+    warned = [f"warning: {phase}:{line_of(phase, 'runner.aggregates')}: extra_results_columns[0].path: "
+              f"'runner.aggregates.wall_time_s.mean' reads runner.aggregates, {batch}",
+              f"warning: {phase}:{line_of(phase, 'runner.cases')}: ranking_metrics[0].path: "
+              f"'runner.cases.*.wall_time_s' reads runner.cases, {batch}",
+              f"ok: {repo / 'challenges'} is valid (2 warnings)"]
+    assert run_check(repo, capsys)[1] == warned
+    edit_yaml(phase, inference_mode="per-case")
+    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]
+    edit_yaml(phase, inference_mode="batch")
+    add_result(repo, "alice", "v1", 0.8)  # results of the mode: still one warning per path
+    assert run_check(repo, capsys)[1] == warned
+    shutil.rmtree(phase.parents[1] / "results")
+    edit_yaml(phase, submission_kind="predictions")
+    assert (f"warning: {phase}:{line_of(phase, 'runner.wall_time_s')}: extra_results_columns[1].path: "
+            "'runner.wall_time_s' reads the runner's measurements, but a predictions phase runs no container to "
+            "measure") in run_check(repo, capsys)[1]
 
 
 def test_one_file_that_is_not_ours(repo, capsys):

@@ -8,7 +8,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.tree.jsonpaths import compiled, lookup, lookup_all
+from runner.tree.jsonpaths import compiled, leading_names, lookup, lookup_all
 
 NAMES = st.sampled_from(["case-001", "case 2", "b.c", "q'x", '"', "1", "@a", "_x", "dice", "ü", ""])
 LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),
@@ -55,3 +55,10 @@ def test_a_plain_path_reads_a_finite_number_or_nothing():
     assert lookup(document, "aggregates.dice.std") is None
     assert lookup(document, "aggregates.flag") is None
     assert lookup(document, "aggregates.missing.mean") is None
+
+
+def test_leading_names_stop_at_the_first_step_that_is_not_one_name():
+    assert leading_names("runner.cases.*.wall_time_s") == ("runner", "cases")
+    assert leading_names("$.runner.aggregates.wall_time_s.mean") == ("runner", "aggregates", "wall_time_s", "mean")
+    assert leading_names("runner['cases'][*].wall_time_s") == ("runner", "cases")
+    assert leading_names("$..wall_time_s") == ()

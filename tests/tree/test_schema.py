@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import html
 import json
 import textwrap
 from pathlib import Path
@@ -14,8 +15,11 @@ import pytest
 import yaml
 
 from runner.cli import main
+from runner.site.reference import reference_markdown
 from runner.tree.located import ModelError
 from runner.tree.model import (
+    MEASUREMENTS,
+    SUMMARIES,
     Column,
     CombinedLeaderboard,
     Phase,
@@ -28,7 +32,6 @@ from runner.tree.model import (
 )
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import window
-from runner.tree.reference import reference_markdown
 from runner.tree.schema import KINDS, NAMES, json_schema, json_schemas
 from runner.tree.schema_parse import each_problem
 from tests.helpers import CHALLENGE, PHASE, phase_file
@@ -297,17 +300,32 @@ def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(repo):
 # --- the field reference -----------------------------------------------------------------------------------------
 
 
+def test_the_reference_lists_the_runners_measurements_and_where_each_mode_writes_them():
+    page = html.unescape(reference_markdown())  # the prose is written as text: entities for Markdown's characters
+    section = page.split("## The runner's measurements\n", 1)[1].split("\n## ", 1)[0]
+    for measurement in MEASUREMENTS:
+        assert (f'| <code class="field-name">{measurement.name}</code> | {measurement.meaning} | the '
+                f"{measurement.whole} over its runs |") in section
+    assert ", ".join(f"`{name}`" for name in SUMMARIES) in section
+    assert "`runner.aggregates.<measurement>.<summary>`" in section and "in per-case mode only" in section
+    assert "- {path: runner.wall_time_s, title: Seconds, order: asc}" in section  # batch mode's example
+    assert "- {path: runner.aggregates.wall_time_s.mean, title: Seconds per case, order: asc}" in section
+
+
 def test_the_reference_lists_every_field_with_its_meaning():
-    page = reference_markdown()
+    page = html.unescape(reference_markdown())  # the prose is written as text: entities for Markdown's characters
     for name, schema in json_schemas().items():
         assert f"## {name}: " in page
         for _, properties in _mappings(schema):
             for field, spec in properties.items():
-                assert f"| `{field}` |" in page and " ".join(spec["description"].split()) in page
-    assert ("| `score_jsonpath` | JSONPath | required | Where the score is in each result: a JSONPath into the "
-            "evaluation's metrics.json (aggregates.dice.mean), or under runner for the runner's measurements "
-            "(runner.aggregates.wall_time_s.mean). | `score_jsonpath` |") in page
-    assert "| `memory` | size: bytes, or 512m, 2g | `2g` |" in page
+                assert f'| <code class="field-name">{field}</code> |' in page
+                assert " ".join(spec["description"].split()) in page
+    assert ('| <code class="field-name">score_jsonpath</code> | JSONPath | required | Where the score is in each '
+            "result: a JSONPath into the evaluation's metrics.json (aggregates.dice.mean), or under runner for the "
+            "runner's measurements (runner.wall_time_s; the field reference lists them, and which inference_mode "
+            "writes which). "
+            '| <code class="field-name">score_jsonpath</code> |') in page
+    assert '| <code class="field-name">memory</code> | size: bytes, or 512m, 2g | `2g` |' in page
     assert "A time without a timezone is refused" in page and "`2027-01-31T23:59:59Z`" in page
     assert "means the end of that day in\nUTC" in page
     assert "per-case values included (`case.*`), is\npublic by default" in page

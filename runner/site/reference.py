@@ -2,14 +2,18 @@
 
 Every field of every kind with its type, default, meaning and grand-challenge's name, generated
 from the one declaration the loaders validate against, so the page cannot drift from what
-`challenge check` accepts. The site publishes it as a page (`reference_markdown`).
+`challenge check` accepts. The site publishes it as a page (`reference_markdown`). The declaration's
+prose is text, not Markdown: `registrations/<login>.yml` must not reach the page as an HTML tag.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
+from runner.site.templating import text
+from runner.tree.model import MEASUREMENTS, SUMMARIES
 from runner.tree.schema import KINDS, json_schema
 
 INTRO = """\
@@ -46,17 +50,60 @@ An empty value (`description:`) reads as a field not written. An unknown field i
 the closest known name suggested, so a typo never falls back to a default silently.
 """
 
+CODE_SPAN = re.compile(r"(`[^`]*`)")
 HEADER = "| field | type | default | meaning | grand-challenge |\n| --- | --- | --- | --- | --- |"
 
 
 def reference_markdown() -> str:
     """The whole reference as one Markdown page."""
-    parts = [INTRO, RULES]
+    parts = [INTRO, RULES, measurements()]
     for kind in KINDS:
         schema = json_schema(kind.name)
         parts.append(f"## {kind.name}: `{kind.where}`\n\n{_words(schema.get('description', ''))}\n")
         parts.extend(_sections(schema, schema, "", 3))
     return "\n".join(parts)
+
+
+def measurements() -> str:
+    """The runner's own numbers that score paths read under `runner` (MEASUREMENTS, SUMMARIES): where
+    each inference mode writes them, with an example of each mode."""
+    first, summary = MEASUREMENTS[0].name, next(iter(SUMMARIES))
+    rows = "\n".join(f"| {_field(m.name)} | {_words(m.meaning)} | the {m.whole} over its runs |" for m in MEASUREMENTS)
+    return f"""\
+## The runner's measurements
+
+Where the runner runs the participant's container (algorithm and training phases), a score path
+(`score_jsonpath`, `extra_results_columns`, `score_case_jsonpath`, `ranking_metrics`) may read what
+it measured of the algorithm's runs, under `runner`. A predictions phase runs no container: it has
+no `runner`.
+
+| measurement | meaning | a per-case job's `runner.<measurement>` |
+| --- | --- | --- |
+{rows}
+
+- `runner.<measurement>`: the whole job's, in either mode.
+- `runner.cases.<run>.<measurement>`: each run's, in per-case mode only (`inference_mode: per-case`,
+  or `algorithm_interface: grand-challenge`). A run is named after its case, or `first..last` where
+  `cases_per_run` is above 1.
+- `runner.aggregates.<measurement>.<summary>`: {", ".join(f"`{s}`" for s in SUMMARIES)} of each
+  measurement over the runs, in per-case mode only.
+
+Batch mode writes neither `runner.cases` nor `runner.aggregates`: a column reading them shows `-`
+in every row, and `challenge check` warns of it. A column of seconds in batch mode (the default):
+
+```yaml
+extra_results_columns:
+  - {{path: runner.{first}, title: Seconds, order: asc}}
+```
+
+and per case:
+
+```yaml
+inference_mode: per-case
+extra_results_columns:
+  - {{path: runner.aggregates.{first}.{summary}, title: Seconds per case, order: asc}}
+```
+"""
 
 
 def _sections(root: dict[str, Any], node: dict[str, Any], where: str, depth: int) -> Iterator[str]:
@@ -91,8 +138,8 @@ def _whole(root: dict[str, Any], node: dict[str, Any]) -> str:
 
 def _row(root: dict[str, Any], name: str, field: dict[str, Any], required: bool) -> str:
     default = "required" if required else _default(root, field)
-    cells = [f"`{name}`", _type(root, field), default, _words(field.get("description", "")),
-             f"`{field['x-grand-challenge']}`" if "x-grand-challenge" in field else ""]
+    cells = [_field(name), _type(root, field), default, _words(field.get("description", "")),
+             _field(field["x-grand-challenge"]) if "x-grand-challenge" in field else ""]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -118,7 +165,7 @@ def _resolve(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
 def _type(root: dict[str, Any], field: dict[str, Any]) -> str:
     node = _resolve(root, field)
     if "x-type" in node:
-        return str(node["x-type"])
+        return _words(str(node["x-type"]))
     if "anyOf" in node:
         return " or ".join(_type(root, b) for b in node["anyOf"] if b.get("type") != "null")
     if "enum" in node:
@@ -174,5 +221,13 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
+def _field(name: str) -> str:
+    """A field's name as code the site's CSS keeps on one line (a code span breaks names mid-word)."""
+    return f'<code class="field-name">{text(name)}</code>'
+
+
+def _words(prose: str) -> str:
+    """Declared prose on one line as Markdown shows it as typed (`templating.text`), but for its code
+    spans, which show what they hold as typed already."""
+    parts = CODE_SPAN.split(" ".join(prose.split()))
+    return "".join(part if i % 2 else text(part) for i, part in enumerate(parts))
