@@ -138,9 +138,14 @@ def public_base_name(docker_client, base_image: str) -> Iterator[None]:
 RUN = sorted({b.document for b in ALL if b.run})
 
 
-def readers_own(document: Path, workspace: Path) -> None:
-    """What a document assumes its reader has beside the repository: a participant's algorithm
-    folder (the example challenge's baseline) and a folder of their own validation cases."""
+def readers_own(document: Path, workspace: Path, home: Path) -> None:
+    """What a document assumes its reader has beside the repository: an organizer's runner
+    settings; a participant's algorithm folder (the example challenge's baseline) and a folder of
+    their own validation cases."""
+    if document.name == "organizers.md":
+        (home / "actions-runner").mkdir(parents=True)
+        (home / "actions-runner" / ".env").write_text(f"CHALLENGE_DATA_ROOT={home / 'challenge-data'}\n")
+        (home / "challenge-data").mkdir()
     if document.name != "participants.md":
         return
     challenge = REPO / "challenges" / PLACEHOLDERS["<challenge>"]
@@ -159,7 +164,7 @@ def test_the_documents_commands_run_as_written(document: Path, tmp_path, docker_
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
     (tmp_path / "home").mkdir()
-    readers_own(document, workspace)
+    readers_own(document, workspace, tmp_path / "home")
     with public_base_name(docker_client, base_image):
         for block in (b for b in blocks(document) if b.run):
             done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.filled], cwd=workspace, env=env,
