@@ -73,9 +73,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         root = _data_root(scratch, phase, data)
         with stage(f"building the evaluation image of {phase.challenge}"):  # about 75 s the first time
             image = evaluation_image(phase, store, executor=executor, base=base)
-        cases = len(list((data / "inputs").iterdir()))
-        err.print(f"running {submission.image or submission.predictions} in phase {phase.title!r} on {cases} cases "
-                  f"from {data}", markup=False)
+        err.print(f"{_doing(submission, phase, data)} from {data}", markup=False)
         config = RunnerConfig(data_root=root, log_dir=scratch / "logs", allow_local_images=True,
                               training_dir=scratch / "training",
                               runtime=args.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
@@ -190,9 +188,19 @@ def _data(store: Store, phase: Phase, given: Path | None) -> Path:
             folders = [f"{name}/" for name in _parts(phase)]
             raise UsageError(f"{folder / part} is not a folder: sample data holds {', '.join(folders[:-1])} and "
                              f"{folders[-1]}")
-    if not any((folder / "inputs").iterdir()):
+    if phase.runs_algorithms and not any((folder / "inputs").iterdir()):
         raise UsageError(f"{folder / 'inputs'} is empty: nothing to run on")
     return folder.resolve()
+
+
+def _doing(submission: Submission, phase: Phase, data: Path) -> str:
+    """What the try does; a predictions file is scored on the ground truth alone (a self-reported
+    phase has no inputs at all)."""
+    if not phase.runs_algorithms:
+        return f"scoring {submission.predictions} in phase {phase.title!r} on the ground truth"
+    what = submission.image_archive.url if submission.image_archive else submission.image
+    cases = len(list((data / "inputs").iterdir()))
+    return f"running {what} in phase {phase.title!r} on {cases} cases"
 
 
 def _sample(store: Store, challenge: str) -> Path:

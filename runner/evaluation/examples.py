@@ -38,6 +38,7 @@ class Example:
     submitted_as: str = "image"
     predictions: str | None = None  # a file in the example's folder, committed beside the submission
     code_url: str | None = None
+    supplementary: str | None = None  # a PDF in the example's folder, committed beside the submission
 
 
 def prepare_workspace(root: Path, workspace: Path) -> Path:
@@ -58,25 +59,27 @@ def examples(store: Store) -> list[Example]:
     for path in sorted(store.base.glob("*/examples/*/example.yml")):
         file = load_example(path)
         found.append(Example(path.parent, path.parents[2].name, file.phase, file.participant, file.id, file.title,
-                             file.submitted_as, file.predictions, file.code_url))
+                             file.submitted_as, file.predictions, file.code_url, file.supplementary))
     return found
 
 
 def submit(example: Example, store: Store, *, executor: Executor, base: str | None) -> Path:
     """Write the example's submission file: its predictions file committed beside it and pinned by
     sha256; or its image, built and pinned by local image ID, or (`submitted_as: archive`) saved into the
-    workspace as an image archive named by a file:// URL."""
+    workspace as an image archive named by a file:// URL. Its supplementary PDF is committed beside it too."""
     path = store.paths.submission_file(example.challenge, example.phase, example.participant, example.id)
     pinned: dict[str, Any]
     if example.predictions:
-        pinned = _committed_predictions(example, path)
+        pinned = {"predictions": commit_beside(example.folder / example.predictions, path)}
     else:
         image_id = executor.build(example.folder, name=f"challenge-example/{example.challenge}-{example.folder.name}",
                                   base=base)
         pinned = {"image": image_id} if example.submitted_as == "image" else {
             "image_archive": saved_archive(image_id, store.root / "build" / "archives", executor=executor)}
-    links = {"code_url": example.code_url} if example.code_url else {}
-    text = yaml.safe_dump({"phase": example.phase, **pinned, "title": example.title, **links}, sort_keys=False)
+    extras: dict[str, Any] = {"code_url": example.code_url} if example.code_url else {}
+    if example.supplementary:
+        extras["supplementary"] = commit_beside(example.folder / example.supplementary, path)
+    text = yaml.safe_dump({"phase": example.phase, **pinned, "title": example.title, **extras}, sort_keys=False)
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -84,11 +87,11 @@ def submit(example: Example, store: Store, *, executor: Executor, base: str | No
     return path
 
 
-def _committed_predictions(example: Example, submission: Path) -> dict[str, dict[str, str]]:
-    source = example.folder / (example.predictions or "")
+def commit_beside(source: Path, submission: Path) -> dict[str, str]:
+    """Copy `source` beside the submission file `submission`; the file and sha256 that pin it there."""
     submission.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, submission.parent / source.name)
-    return {"predictions": {"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}}
+    return {"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
 
 
 def saved_archive(image_id: str, folder: Path, *, executor: Executor) -> dict[str, str]:

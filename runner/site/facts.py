@@ -7,8 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-import yaml
-
 from runner.tree.model import Challenge, Phase
 from runner.tree.paths import CHALLENGES
 from runner.tree.policy import plural, visibility
@@ -25,6 +23,7 @@ class PhaseFacts:
     parent_title: str | None
     registration: str
     form: str
+    paper: str | None  # "required" or "optional" where the phase takes a PDF describing the method
     resources: str | None
     ranking: str
     visibility: str
@@ -39,7 +38,7 @@ def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase]
     return PhaseFacts(
         phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
         parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
-        form=_form(phase), resources=_resources(phase) if phase.runs_algorithms else None,
+        form=_form(phase), paper=_paper(phase), resources=_resources(phase) if phase.runs_algorithms else None,
         ranking=ranking, visibility=_visibility(phase), path=path, yaml=example_yaml(phase))
 
 
@@ -76,15 +75,24 @@ def _registration(challenge: Challenge) -> str:
 
 
 def _form(phase: Phase) -> str:
+    """What a submission is, each accepted form named (the template adds the PDF: its label is text)."""
     if phase.self_reported:
         return "your own metrics file (self-reported), pinned by its sha256, with code_url linking the code"
     if phase.submission_kind == "predictions":
         return "a predictions file, pinned by its sha256"
     registries = f", from {' or '.join(phase.allowed_registries)}" if phase.allowed_registries else ""
+    image = (f"a {'training ' if phase.submission_kind == 'training' else ''}container image pinned by digest"
+             f"{registries}, or a `docker save` archive of it at an https:// address pinned by its sha256 "
+             "(`image_archive`)")
     if phase.submission_kind == "training":
-        return (f"a training container image pinned by digest{registries}: the runner trains it on hidden training "
-                f"data (`{' '.join(phase.training_command)}`), then runs it with its model on the hidden test inputs")
-    return f"a container image pinned by digest{registries}"
+        return (f"{image}: the runner trains it on hidden training data (`{' '.join(phase.training_command)}`), "
+                "then runs it with its model on the hidden test inputs")
+    return image
+
+
+def _paper(phase: Phase) -> str | None:
+    """"required" or "optional" where the phase takes a PDF describing the method, else None."""
+    return None if phase.supplementary_file_choice == "off" else phase.supplementary_file_choice
 
 
 def _resources(phase: Phase) -> str:
@@ -124,14 +132,33 @@ def _visibility(phase: Phase) -> str:
 
 
 def example_yaml(phase: Phase) -> str:
-    """The submission file a participant writes for `phase`, placeholders in angle brackets."""
-    body: dict[str, object] = {"phase": phase.slug}
-    if phase.submission_kind == "predictions":
-        body["predictions"] = {"file": "<file committed beside this one>", "sha256": "<64 hex digits>"}
-    else:
-        body["image"] = "ghcr.io/<you>/<algorithm>@sha256:<64 hex digits>"
-    body["title"] = "<a short name for this submission>"
-    if phase.self_reported:
-        body["code_url"] = "https://github.com/<you>/<code that computed the metrics>"
-    return yaml.safe_dump(body, sort_keys=False)
+    """The submission file a participant writes for `phase`, with every form and field the phase takes:
+    an alternative commented out, each line's note aligned after it, placeholders in angle brackets."""
+    rows = [(f"phase: {phase.slug}", "the folder this file sits in"), *_submitted(phase)]
+    if paper := _paper(phase):
+        label = " ".join(phase.supplementary_file_label.split())  # one line: it is a YAML comment
+        rows += [("supplementary:", f"{label} ({paper}): a PDF beside this file"),
+                 ("  file: <name>.pdf", ""), ("  sha256: <64 hex digits>", "sha256sum <name>.pdf")]
+    code = "the code that computed your metrics" if phase.self_reported else "optional: your code"
+    rows += [("title: <a short name for this submission>", "optional, on the leaderboard"),
+             ("description: <what this submission does differently>", "optional, on your result's page"),
+             ("publication_url: https://<your paper or preprint>", "optional: your paper"),
+             ("code_url: https://github.com/<you>/<code>", code)]
+    width = max(len(line) for line, note in rows if note) + 2
+    return "".join(f"{line:<{width}}# {note}\n" if note else f"{line}\n" for line, note in rows)
 
+
+def _submitted(phase: Phase) -> list[tuple[str, str]]:
+    """What is submitted: a predictions file; or an image, or a docker save archive of it instead (the
+    algorithm and training phases take both)."""
+    if not phase.runs_algorithms:
+        return [("predictions:", ""), ("  file: <file committed beside this one>", ""),
+                ("  sha256: <64 hex digits>", "sha256sum <file>")]
+    allowed = phase.allowed_registries
+    registries = f" from {' or '.join(allowed)}" if allowed else ""
+    return [(f"image: {allowed[0] if allowed else 'ghcr.io'}/<you>/<algorithm>@sha256:<64 hex digits>",
+             f"pinned by digest{registries}"),
+            ("# or, instead of image, the image saved by docker save, at an https:// address:", ""),
+            ("# image_archive:", ""), ("#   url: https://<host>/<algorithm>.tar", ""),
+            ('#   sha256: "<64 hex digits>"', "sha256sum <algorithm>.tar"),
+            ("#   encrypted: false", "true: encrypted to the runner's key")]

@@ -1028,6 +1028,9 @@ class ExampleFile:
     predictions: Annotated[Name | None, meta("A predictions file in the example's folder, submitted instead of an "
                                              "image.")] = None
     code_url: Annotated[Url | None, meta("A link to the example's code, shown with the submission.")] = None
+    supplementary: Annotated[Name | None, meta(
+        "A PDF in the example's folder describing the method, committed beside the submission and pinned by "
+        "sha256, for a phase that takes one (supplementary_file_choice).")] = None
 
 
 def load_example(path: Path) -> ExampleFile:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +19,7 @@ from runner.evaluation.job import GROUND_TRUTH
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.images import image_tag
 from runner.tree.store import Store
+from tests.evaluation.test_challenges_examples import CHALLENGES, examples_of
 from tests.helpers import CHALLENGE, IMAGES, PHASE, edit_yaml, phase_file, write_submission
 
 CASES = ("case-000.npy", "case-001.npy", "case-002.npy")
@@ -77,6 +80,46 @@ def test_the_phases_limits_apply(repo, capsys, behave, base_image, sample):
     code, printed, _ = run_try(repo, capsys, "--phase", f"{CHALLENGE}/{PHASE}", behave("sleep"), "--data",
                                str(sample), "--base-image", base_image)
     assert code == 1 and "failed: Algorithm failed:" in printed and "2 s" in printed
+
+
+# Each example challenge's phase and the example tried there, as the participants' guide writes the command.
+GUIDE = {
+    "abdominal-organs": ("test", "raw-intensity"),
+    "ellipsoid-segmentation": ("final-test", "baseline"),
+    "few-shot-classification": ("final", "prototypes"),
+    "lesion-training": ("final", "logistic"),
+    "lung-cancer-prediction": ("stage1", "nodule-size"),  # predictions its predict.py makes of the sample
+    "lung-nodule-detection": ("cross-validation", "cnn-3d"),  # self-reported: no inputs
+}
+
+
+def test_every_example_challenge_is_tried():
+    assert sorted(GUIDE) == sorted(p.parent.parent.name for p in CHALLENGES.glob("*/data/make_data.py"))
+
+
+@docker
+@pytest.mark.parametrize("slug", sorted(GUIDE))
+def test_the_guides_command_runs_each_example_challenges_example(repo, capsys, engine, base_image, tmp_path, slug):
+    """`challenge try --phase C/PHASE IMAGE|FILE` on the sample the challenge's data script writes."""
+    phase, name = GUIDE[slug]
+    folder = examples_of(slug)[name]
+    if (folder / "Dockerfile").is_file():  # docker build -t <tag> . ; challenge try --phase C/PHASE <tag>
+        engine.build(folder, name=f"challenge-example/{slug}-{name}", base=base_image)
+        args = [image_tag(folder, name=f"challenge-example/{slug}-{name}", base=base_image)]
+    elif slug == "lung-cancer-prediction":  # the predictions file of the sample's inputs, tried on that sample
+        sample = tmp_path / "sample"
+        subprocess.run([sys.executable, str(CHALLENGES / slug / "data" / "make_data.py"), "--sample", str(sample)],
+                       check=True, capture_output=True)
+        made = subprocess.run([sys.executable, str(folder / "predict.py"), str(sample / "inputs")], check=True,
+                              capture_output=True, text=True)
+        (tmp_path / "predictions.csv").write_text(made.stdout)
+        args = ["--data", str(sample), str(tmp_path / "predictions.csv")]
+    else:  # a self-reported metrics file, checked against the public protocol
+        args = [str(folder / "metrics.json")]
+    code, printed, err = run_try(repo, capsys, "--phase", f"{slug}/{phase}", *args)
+    assert code == 0, printed + err
+    assert "nothing was written to results/" in printed and "unranked" not in printed, printed
+    assert results(repo) == []
 
 
 # --- on the fake executor -------------------------------------------------------------------------

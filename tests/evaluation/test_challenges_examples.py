@@ -5,13 +5,12 @@ predictions are what their predict.py makes from the public data).
 `submit_example` writes an example's submission into a scratch repository the way `challenge demo`
 does: an algorithm folder is built and submitted by local image ID, or (`submitted_as: archive`) saved with
 `docker save` and submitted as an image archive at a file:// URL; a predictions example commits its
-file beside the submission, pinned by sha256.
+file beside the submission, pinned by sha256, and so does an example with a supplementary PDF.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.evaluation.examples import commit_beside, examples, prepare_workspace, submit
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
+from runner.execution.fake import FAKE_BASE, FakeExecutor
+from runner.tree.check import check
 from runner.tree.model import Result
 from runner.tree.store import Store
 from tests.helpers import REPO
@@ -50,10 +52,9 @@ def submit_example(repo: Path, slug: str, name: str, *, engine=None, base: str |
     target = repo / "challenges" / slug / "submissions" / spec["phase"] / spec["participant"]
     target.mkdir(parents=True, exist_ok=True)
     body: dict = {"phase": spec["phase"]}
+    path = target / f"{spec['id']}.yml"
     if "predictions" in spec:
-        shutil.copyfile(folder / spec["predictions"], target / spec["predictions"])
-        digest = hashlib.sha256((folder / spec["predictions"]).read_bytes()).hexdigest()
-        body["predictions"] = {"file": spec["predictions"], "sha256": digest}
+        body["predictions"] = commit_beside(folder / spec["predictions"], path)
     elif spec.get("submitted_as") == "archive":  # FLARE's way: a `docker save` tarball, pinned by sha256
         archive = repo.parent / "archives" / f"{slug}-{name}.tar"
         archive.parent.mkdir(exist_ok=True)
@@ -64,7 +65,8 @@ def submit_example(repo: Path, slug: str, name: str, *, engine=None, base: str |
     body["title"] = spec["title"]
     if "code_url" in spec:
         body["code_url"] = spec["code_url"]
-    path = target / f"{spec['id']}.yml"
+    if "supplementary" in spec:  # FLARE's short paper
+        body["supplementary"] = commit_beside(folder / spec["supplementary"], path)
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
 
@@ -103,6 +105,20 @@ def test_challenge_phases_and_pages_read_cleanly(slug):
 @pytest.mark.parametrize("slug", NEW)
 def test_each_challenge_has_a_good_a_weak_and_a_failing_example(slug):
     assert len(examples_of(slug)) >= 3
+
+
+def test_flares_phases_require_a_short_paper_and_every_example_submission_holds_what_its_phase_requires(tmp_path):
+    """FLARE21: "a complete submission includes a download link to Docker tar file and a short paper".
+    The demo's own submit (a fake engine builds) commits each example's PDF beside its submission."""
+    store = Store(prepare_workspace(REPO, tmp_path / "workspace"))
+    for slug in store.phases("abdominal-organs"):
+        phase = store.phase("abdominal-organs", slug)
+        assert (phase.supplementary_file_choice, phase.supplementary_file_label) == ("required", "Short paper")
+    executor = FakeExecutor()
+    paths = [submit(example, store, executor=executor, base=FAKE_BASE) for example in examples(store)]
+    assert check(store).problems == []
+    flare = [store.submission(path) for path in paths if "/abdominal-organs/" in str(path)]
+    assert len(flare) == 5 and all(s.supplementary and s.supplementary.file == "paper.pdf" for s in flare)
 
 
 def test_committed_predictions_are_what_their_scripts_make(tmp_path):

@@ -10,7 +10,9 @@ removed (an empty label, which FLARE scores 1 when the prediction is empty too).
 
 `--public` writes the validation images alone, which participants download to make their
 predictions (the validation phase takes predictions); the runner's copy also has the labels and
-the test phase. Deterministic for a seed. Usage: python make_data.py DATA_ROOT [--seed S] [--public]
+the test phase. `--sample DIR` writes the public sample cases `challenge try` runs on instead,
+DIR/{inputs,ground-truth}, from a seed of their own (one without a spleen, as in the test phase).
+Deterministic for a seed. Usage: python make_data.py DATA_ROOT [--seed S] [--public] | --sample DIR
 """
 
 import argparse
@@ -24,6 +26,7 @@ SHAPE = (32, 32, 24)  # x (patient's right to left), y (front to back), z (feet 
 SPACING = (3.0, 3.0, 5.0)  # mm
 CASES = {"validation": 3, "test": 4}
 NO_SPLEEN = ("test", 1)  # (phase, case index): a splenectomy
+SAMPLE = (3, 7, 2)  # the public sample: cases, seed, the case index without a spleen
 # label: (name, centre in voxels, radii in voxels, mean intensity)
 ORGANS = {
     1: ("liver", (10, 14, 14), (7, 8, 6), 100),
@@ -63,26 +66,48 @@ def save(array: np.ndarray, path: Path) -> None:
     nib.save(nib.Nifti1Image(array, affine), path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_root", type=Path)
-    parser.add_argument("--seed", type=int, default=2021)
-    parser.add_argument("--public", action="store_true", help="the validation images only, as participants get them")
-    args = parser.parse_args()
-    rng = np.random.default_rng(args.seed)
+def write_case(folder: Path, index: int, image: np.ndarray, labels: np.ndarray, *, truth: bool) -> None:
+    (folder / "inputs").mkdir(parents=True, exist_ok=True)
+    save(image, folder / "inputs" / f"case-{index + 1:03d}.nii.gz")
+    if truth:
+        (folder / "ground-truth").mkdir(parents=True, exist_ok=True)
+        save(labels, folder / "ground-truth" / f"case-{index + 1:03d}.nii.gz")
+
+
+def write_sample(folder: Path) -> None:
+    cases, seed, no_spleen = SAMPLE
+    rng = np.random.default_rng(seed)
+    for index in range(cases):
+        write_case(folder, index, *case(rng, spleen=index != no_spleen), truth=True)
+    print(f"wrote {cases} sample cases under {folder}")
+
+
+def write_hidden(data_root: Path, *, seed: int, public: bool) -> None:
+    """Each phase's cases under data_root; with `public`, the validation images alone."""
+    rng = np.random.default_rng(seed)
     for phase, count in CASES.items():
-        folder = args.data_root / CHALLENGE / phase
+        folder = data_root / CHALLENGE / phase
         for index in range(count):
             image, labels = case(rng, spleen=(phase, index) != NO_SPLEEN)  # drawn in every mode: same cases
-            if args.public and phase != "validation":
-                continue
-            (folder / "inputs").mkdir(parents=True, exist_ok=True)
-            save(image, folder / "inputs" / f"case-{index + 1:03d}.nii.gz")
-            if not args.public:
-                (folder / "ground-truth").mkdir(parents=True, exist_ok=True)
-                save(labels, folder / "ground-truth" / f"case-{index + 1:03d}.nii.gz")
+            if not public or phase == "validation":
+                write_case(folder, index, image, labels, truth=not public)
         if folder.is_dir():
             print(f"wrote {count} cases under {folder}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_root", type=Path, nargs="?")
+    parser.add_argument("--seed", type=int, default=2021)
+    parser.add_argument("--public", action="store_true", help="the validation images only, as participants get them")
+    parser.add_argument("--sample", type=Path, metavar="DIR", help="write the public sample cases here instead")
+    args = parser.parse_args()
+    if args.sample:
+        write_sample(args.sample)
+    elif args.data_root is None:
+        parser.error("give DATA_ROOT or --sample DIR")
+    else:
+        write_hidden(args.data_root, seed=args.seed, public=args.public)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Two phases: final-test, and new-scanner (the living benchmark's data: as if from another scanner,
 noisier and with smaller ellipsoids, from its own seed).
 Run on the runner host only; the data never enters the repository. Deterministic for a seed.
-Usage: python make_data.py DATA_ROOT [--cases N] [--seed S]
+`--sample DIR` writes the public sample cases `challenge try` runs on instead: DIR/{inputs,ground-truth},
+as final-test's scanner makes them, from a seed of their own, so they reveal nothing hidden.
+Usage: python make_data.py DATA_ROOT [--cases N] [--seed S] | --sample DIR
 """
 
 import argparse
@@ -22,6 +24,7 @@ class Scanner(NamedTuple):
 
 
 PHASES = {"final-test": Scanner(0.7, (4, 10), 0), "new-scanner": Scanner(0.85, (3, 8), 1)}
+SAMPLE = (3, 7)  # the public sample: (cases, seed)
 
 
 def ellipsoids(rng: np.random.Generator, radii: tuple[float, float]) -> np.ndarray:
@@ -49,12 +52,19 @@ def write_phase(folder: Path, scanner: Scanner, *, cases: int, seed: int) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("data_root", type=Path)
+    parser.add_argument("data_root", type=Path, nargs="?")
     parser.add_argument("--cases", type=int, default=6)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--sample", type=Path, metavar="DIR", help="write the public sample cases here instead")
     args = parser.parse_args()
-    for phase, scanner in PHASES.items():
-        write_phase(args.data_root / "ellipsoid-segmentation" / phase, scanner, cases=args.cases, seed=args.seed)
+    if args.sample:
+        cases, seed = SAMPLE
+        write_phase(args.sample, PHASES["final-test"], cases=cases, seed=seed)
+    elif args.data_root is None:
+        parser.error("give DATA_ROOT or --sample DIR")
+    else:
+        for phase, scanner in PHASES.items():
+            write_phase(args.data_root / "ellipsoid-segmentation" / phase, scanner, cases=args.cases, seed=args.seed)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,11 @@ signal. Per phase:
 - ground-truth/labels.csv (id,malignant).
 
 retrain's training set is final's plus as many rows again (the organizers' additional secret data),
-and it has its own test set. Deterministic: the same seeds write the same bytes.
+and it has its own test set. Deterministic: the same seeds write the same bytes. `--sample DIR`
+writes the public sample `challenge try` trains and runs on instead, DIR/{training,inputs,ground-truth},
+from seeds of its own.
 
-Usage: python make_data.py DATA_ROOT
+Usage: python make_data.py DATA_ROOT | --sample DIR
 """
 
 import argparse
@@ -48,6 +50,7 @@ SPLITS = (
     Split("final", training=((21, 400),), test=(22, 100)),
     Split("retrain", training=((21, 400), (31, 400)), test=(32, 100)),  # final's rows plus 400 more
 )
+SAMPLE = Split("sample", training=((41, 80),), test=(42, 12))  # the public sample: its own seeds, small
 
 
 def lesions(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -74,8 +77,7 @@ def lesions(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     return features.astype(np.float32), labels
 
 
-def write_phase(root: Path, split: Split) -> tuple[int, int]:
-    folder = root / CHALLENGE / split.phase
+def write_phase(folder: Path, split: Split) -> tuple[int, int]:
     parts = [lesions(seed, n) for seed, n in split.training]
     training = folder / "training"
     training.mkdir(parents=True, exist_ok=True)
@@ -96,11 +98,18 @@ def write_phase(root: Path, split: Split) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_root", type=Path)
+    parser.add_argument("data_root", type=Path, nargs="?")
+    parser.add_argument("--sample", type=Path, metavar="DIR", help="write the public sample here instead")
     args = parser.parse_args()
-    for split in SPLITS:
-        rows, cases = write_phase(args.data_root, split)
-        print(f"{split.phase}: {rows} training lesions, {cases} test lesions")
+    if args.sample:
+        rows, cases = write_phase(args.sample, SAMPLE)
+        print(f"sample: {rows} training lesions, {cases} test lesions under {args.sample}")
+    elif args.data_root is None:
+        parser.error("give DATA_ROOT or --sample DIR")
+    else:
+        for split in SPLITS:
+            rows, cases = write_phase(args.data_root / CHALLENGE / split.phase, split)
+            print(f"{split.phase}: {rows} training lesions, {cases} test lesions")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,11 @@ parenchyma, with one solid nodule in most patients. The diagnosis is drawn from 
 (larger nodules are more often malignant) with a second random stream, `--label-seed`, which only
 the runner's copy uses: the public scans never determine the labels.
 
-Usage: python make_data.py DATA_ROOT [--patients N] [--seed S] [--label-seed S] [--public]
+`--sample DIR` writes the public sample `challenge try` scores a predictions file on instead:
+DIR/inputs (scans) and DIR/ground-truth/labels.csv, from seeds of their own, so run your method
+on DIR/inputs and try the file it writes.
+
+Usage: python make_data.py DATA_ROOT [--patients N] [--seed S] [--label-seed S] [--public] | --sample DIR
 """
 
 import argparse
@@ -23,6 +27,7 @@ CHALLENGE, PHASE = "lung-cancer-prediction", "stage1"
 SHAPE = (16, 32, 32)
 NOISE = 0.35
 NO_NODULE = 0.3  # share of patients whose scan shows no nodule
+SAMPLE = (6, 7, 8)  # the public sample: patients, the scans' seed, the diagnoses' seed
 
 
 def malignancy(diameter_mm: float) -> float:
@@ -43,28 +48,40 @@ def scan(rng: np.random.Generator, diameter_mm: float) -> np.ndarray:
     return volume
 
 
+def write_patients(folder: Path, *, patients: int, seed: int, label_seed: int, truth: bool) -> None:
+    """`patients` scans under folder/inputs and, with `truth`, their diagnoses in ground-truth/labels.csv."""
+    rng, label_rng = np.random.default_rng(seed), np.random.default_rng(label_seed)
+    (folder / "inputs").mkdir(parents=True, exist_ok=True)
+    labels = []
+    for _ in range(patients):
+        patient = f"{rng.integers(2**48):012x}"  # anonymous ids, as the DSB's were
+        diameter = 0.0 if rng.uniform() < NO_NODULE else float(rng.uniform(3.0, 13.0))
+        np.save(folder / "inputs" / f"{patient}.npy", scan(rng, diameter))
+        labels.append((patient, int(label_rng.uniform() < malignancy(diameter))))
+    if truth:
+        (folder / "ground-truth").mkdir(parents=True, exist_ok=True)
+        with open(folder / "ground-truth" / "labels.csv", "w", newline="") as handle:
+            csv.writer(handle).writerows([("id", "cancer"), *labels])
+    print(f"wrote {patients} scans under {folder / 'inputs'}" + (" and their labels" if truth else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_root", type=Path)
+    parser.add_argument("data_root", type=Path, nargs="?")
     parser.add_argument("--patients", type=int, default=24)
     parser.add_argument("--seed", type=int, default=2017, help="the scans' seed (public)")
     parser.add_argument("--label-seed", type=int, default=71, help="the diagnoses' seed (the runner's alone)")
     parser.add_argument("--public", action="store_true", help="write the scans only, as participants get them")
+    parser.add_argument("--sample", type=Path, metavar="DIR", help="write the public sample here instead")
     args = parser.parse_args()
-    rng, label_rng = np.random.default_rng(args.seed), np.random.default_rng(args.label_seed)
-    phase = args.data_root / CHALLENGE / PHASE
-    (phase / "inputs").mkdir(parents=True, exist_ok=True)
-    labels = []
-    for _ in range(args.patients):
-        patient = f"{rng.integers(2**48):012x}"  # anonymous ids, as the DSB's were
-        diameter = 0.0 if rng.uniform() < NO_NODULE else float(rng.uniform(3.0, 13.0))
-        np.save(phase / "inputs" / f"{patient}.npy", scan(rng, diameter))
-        labels.append((patient, int(label_rng.uniform() < malignancy(diameter))))
-    if not args.public:
-        (phase / "ground-truth").mkdir(parents=True, exist_ok=True)
-        with open(phase / "ground-truth" / "labels.csv", "w", newline="") as handle:
-            csv.writer(handle).writerows([("id", "cancer"), *labels])
-    print(f"wrote {args.patients} scans under {phase / 'inputs'}" + ("" if args.public else " and their labels"))
+    if args.sample:
+        patients, seed, label_seed = SAMPLE
+        write_patients(args.sample, patients=patients, seed=seed, label_seed=label_seed, truth=True)
+    elif args.data_root is None:
+        parser.error("give DATA_ROOT or --sample DIR")
+    else:
+        write_patients(args.data_root / CHALLENGE / PHASE, patients=args.patients, seed=args.seed,
+                       label_seed=args.label_seed, truth=not args.public)
 
 
 if __name__ == "__main__":
