@@ -16,7 +16,6 @@ not declared there fails the test, so a new one is a decision, not an accident.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
@@ -31,7 +30,7 @@ import pytest
 
 from runner.cli import parser
 from runner.evaluation.examples import prepare_workspace
-from tests.helpers import REPO
+from tests.helpers import REPO, public_base_name
 
 DOCUMENTS = (REPO / "README.md", REPO / "challenges" / "organizers.md", REPO / "challenges" / "participants.md",
              *sorted((REPO / "challenges").glob("*/*.md")),
@@ -118,21 +117,6 @@ def test_every_block_is_shell_and_every_challenge_command_parses(block: Block):
             parser(words).parse_args(words)
         except SystemExit:
             pytest.fail(f"{block.where}: `challenge {shlex.join(words)}` is refused by the command line")
-
-
-@contextlib.contextmanager
-def public_base_name(docker_client, base_image: str) -> Iterator[None]:
-    """The documents build FROM python:3.11-slim, as a participant with Docker Hub does; where it
-    cannot be pulled, the offline base stands in under that name while the blocks run."""
-    name = "python:3.11-slim"
-    have = bool(docker_client.images.list(name=name))
-    if not have:
-        docker_client.images.get(base_image).tag(name)
-    try:
-        yield
-    finally:
-        if not have:
-            docker_client.images.remove(name, noprune=True)
 
 
 RUN = sorted({b.document for b in ALL if b.run})

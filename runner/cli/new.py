@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from runner.execution.baseimage import DEFAULT_BASE
 from runner.tree.scaffold import NEW_KINDS, PLANS, new_challenge
 
 from .common import out
@@ -28,12 +29,22 @@ def cmd_new(args: argparse.Namespace) -> int:
     folder = written[0].parent
     first = PLANS[args.kind].phases[0]
     out.print(f"wrote {len(written)} files under {folder.relative_to(root)}/", markup=False)
-    for step in (f"challenge check {folder.relative_to(root)}",
-                 f"python {folder.relative_to(root)}/data/make_data.py DATA_ROOT   (on the runner: hidden data)",
-                 _try_line(args.kind, folder.relative_to(root), args.slug, first),
-                 "edit the pages, the phases and the evaluation; `challenge serve` shows the site as you go"):
-        out.print(f"  next: {step}", markup=False)
+    steps = [("next", f"challenge check {folder.relative_to(root)}"),
+             ("next", f"python {folder.relative_to(root)}/data/make_data.py DATA_ROOT   (on the runner: hidden data)"),
+             ("next", _try_line(args.kind, folder.relative_to(root), args.slug, first)),
+             *(("note", note) for note in _offline_note(args.kind)),
+             ("next", "edit the pages, the phases and the evaluation; `challenge serve` shows the site as you go")]
+    for label, step in steps:
+        out.print(f"  {label}: {step}", markup=False)
     return 0
+
+
+def _offline_note(kind: str) -> tuple[str, ...]:
+    if PLANS[kind].submission == "predictions" or kind == "metrics":
+        return ()
+    return (f"the baseline builds FROM {DEFAULT_BASE}; where Docker Hub cannot be reached, add "
+            "--build-arg BASE=challenge-base:<tag> to docker build: the offline base the runner builds "
+            "(docker images challenge-base lists it)",)
 
 
 def _try_line(kind: str, folder: object, slug: str, phase: str) -> str:

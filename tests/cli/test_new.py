@@ -4,9 +4,11 @@ phases' rules, and its baseline runs in `challenge try` on the real engine, for 
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
 import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -20,7 +22,7 @@ from runner.site.build import SiteConfig
 from runner.tree.check import check
 from runner.tree.scaffold import NEW_KINDS, PLANS
 from runner.tree.store import Store
-from tests.helpers import REPO
+from tests.helpers import REPO, public_base_name
 
 
 @pytest.fixture
@@ -150,3 +152,20 @@ def test_self_reported_metrics_are_checked_in_try(repo, capsys, tmp_path, base_i
     printed = capsys.readouterr().out
     assert code == 1 and "failed: Evaluation failed: " in printed and "Case case-001: jaccard 0.99 does not follow" \
         in printed
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("kind", NEW_KINDS)
+def test_the_printed_try_line_runs_as_printed(repo, capsys, kind, docker_client, base_image):
+    """What `challenge new` tells the organizer to type next works, typed into a shell in the repository
+    (the baseline's docker build FROM the public base: the offline base stands in under its name)."""
+    slug = f"printed-{kind}"
+    _, printed, _ = new(repo, slug, capsys, "--kind", kind)
+    line = next(step for step in re.findall(r"^  next: (.*)$", printed, re.MULTILINE) if "challenge try" in step)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    with public_base_name(docker_client, base_image):
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=900)
+    assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert "nothing was written to results/" in done.stdout
+    assert ("note: the baseline builds FROM python:3.11-slim" in printed) == (kind in ("algorithm", "training"))
