@@ -28,9 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import yaml
+from rich.markup import escape
 from rich.table import Table
 
-from runner.errors import ChallengeError
+from runner.errors import ChallengeError, printable
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
 from runner.execution.sandbox import Executor, SandboxError
@@ -198,7 +199,7 @@ def _doing(submission: Submission, phase: Phase, data: Path) -> str:
     phase has no inputs at all)."""
     if not phase.runs_algorithms:
         return f"scoring {submission.predictions} in phase {phase.title!r} on the ground truth"
-    what = submission.image_archive.url if submission.image_archive else submission.image
+    what = printable(submission.image_archive.url if submission.image_archive else submission.image or "", 300)
     cases = len(list((data / "inputs").iterdir()))
     return f"running {what} in phase {phase.title!r} on {cases} cases"
 
@@ -244,7 +245,7 @@ def _parts(phase: Phase) -> tuple[str, ...]:
 
 def _report(result: Result, phase: Phase, logs: Path) -> int:
     if result.status == "failed":
-        out.print(f"[red]failed[/]: {result.error}", highlight=False)
+        out.print(f"[red]failed[/]: {escape(result.error or '')}", highlight=False)
         _print_tail(logs)
         return 1
     board = leaderboard(phase, [result])
@@ -275,10 +276,11 @@ def _print_tail(logs: Path) -> None:
     if lines:
         out.print(f"last lines of {found[-1].stem}'s log:", markup=False)
         for line in lines:
-            out.print(f"  {line}", markup=False, highlight=False)
+            out.print(f"  {printable(line)}", markup=False, highlight=False)
 
 
 def _print_logs(logs: Path) -> None:
     for path in sorted(logs.glob("*.log")) if logs.is_dir() else []:
         out.print(f"--- {path.stem} log ---", markup=False)
-        out.print(path.read_text(errors="replace").rstrip(), markup=False, highlight=False)
+        for line in path.read_text(errors="replace").rstrip().splitlines():  # the containers' own bytes
+            out.print(printable(line, 100_000), markup=False, highlight=False)

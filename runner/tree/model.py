@@ -109,8 +109,8 @@ SUPPLEMENTARY_SUFFIX = ".pdf"
 
 
 def _url(value: str) -> str:
-    if not URL.fullmatch(value):
-        raise refuse(f"{value!r} is not a web address (http:// or https://...)")
+    if not URL.fullmatch(value) or printable(value) != value:
+        raise refuse(f"{printable(value, 200)!r} is not a web address (http:// or https://...)")
     return value
 
 
@@ -602,6 +602,8 @@ ARCHIVE_SCHEMES = ("https", "http", "file")
 
 
 def _archive_url(value: str) -> str:
+    if printable(value) != value:  # a control or format character: it would reach terminals and logs as it is
+        raise refuse(f"{printable(value, 200)!r} holds a control or format character")
     parts = urlsplit(value)
     if parts.scheme not in ARCHIVE_SCHEMES or not parts.path.strip("/"):
         raise refuse(f"{value!r} is not an https://, http:// or file:// address of a file")

@@ -229,3 +229,22 @@ def test_without_sample_data_or_a_script_that_writes_it(repo, capsys, fake):
     (repo / "challenges" / CHALLENGE / "data" / "make_data.py").unlink()
     code, _, err = run_try(repo, capsys, "--phase", f"{CHALLENGE}/{PHASE}", "my-algorithm:latest")
     assert code == 1 and f"error: challenge '{CHALLENGE}' has no sample data" in err and "--data DIR" in err
+
+
+def test_what_a_container_printed_reaches_the_terminal_as_text(repo, capsys, fake, own_data):
+    """A failing container's last line and log may hold rich markup and terminal escapes: shown as text,
+    never read as markup (an unbalanced '[/]' once ended in a traceback) or sent to the terminal raw."""
+    fake.add_image("hostile:latest", Behaviour(exit_code=1, stderr="\x1b]0;PWNED\x07\x1b[2J\n[/] [link=https://x.example]y[/link]"))
+    code, printed, _ = run_try(repo, capsys, "--phase", f"{CHALLENGE}/{PHASE}", "hostile:latest", "--data",
+                               str(own_data), "--logs")
+    assert code == 1
+    assert "[/] [link=https://x.example]y[/link]" in printed
+    assert "\x1b" not in printed and "\\x1b]0;PWNED" in printed
+
+
+def test_an_archive_url_with_a_terminal_escape_is_refused(repo, capsys, fake, own_data, tmp_path):
+    mine = write_submission(repo, "mallory", "v1", "sha256:" + "a" * 64)
+    archive = f'image_archive:\n  url: "https://x.example/a\\e[2J.tar"\n  sha256: "{"b" * 64}"'
+    mine.write_text(mine.read_text().replace("image: sha256:" + "a" * 64, archive))
+    code, printed, err = run_try(repo, capsys, str(mine), "--data", str(own_data))
+    assert code == 1 and "holds a control or format character" in err and "\x1b" not in err + printed
