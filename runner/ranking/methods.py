@@ -9,10 +9,13 @@ NaN, or no row at all for a case, is a missing value. Each task is ranked on its
 - test-then-rank: a one-sided paired Wilcoxon signed-rank test for every ordered pair; the score is
   the share of the other algorithms significantly beaten.
 
-Ties take the minimum rank by default (R's ties.method = "min"). Missing values are dropped by
-default, or replaced by a number (challengeR's na.treat). Rank-then-aggregate never drops one: as in
-challengeR (rankNA2) a missing value ranks after every present value of its case, so a failure can
-never improve an algorithm's rank.
+Ties take the minimum rank by default (R's ties.method = "min"), between aggregates computed
+exactly (see exact): teams whose means, medians or mean ranks are equal on paper share a rank,
+whatever the order of the cases. Missing values are dropped by default, or replaced by a number
+(challengeR's na.treat). Rank-then-aggregate never drops one: as in challengeR (rankNA2) a missing
+value ranks after every present value of its case, so a failure can never improve an algorithm's
+rank. Test-then-rank's score, a count of wins over a count of rivals, is exact as it stands; its
+tests take differences in floating point, as R's wilcox.test does.
 
 The numeric core works on matrices (algorithms x cases) and on case weights (samples x cases: how
 often each case is drawn), so one code path ranks the data and every bootstrap sample at once.
@@ -29,6 +32,8 @@ from typing import Literal, get_args
 import numpy as np
 import pandas as pd
 from scipy import special
+
+from runner.ranking.exact import fixed, infinite_part, printed, ratio, whole
 
 Method = Literal["aggregate-then-rank", "rank-then-aggregate", "test-then-rank"]
 Aggregate = Literal["mean", "median"]
@@ -97,16 +102,27 @@ def flare_rank(frame: pd.DataFrame, metrics: Sequence[Metric], *, ties: Ties = "
     for task, group in frame.groupby("task", sort=False, dropna=False):
         algorithms = list(pd.unique(group["algorithm"]))
         cases = list(pd.unique(group["case"]))
-        total = np.zeros(len(algorithms))
-        for metric in metrics:
-            values = _matrix(group[group["metric"] == metric.name], algorithms=algorithms, cases=cases)
-            worst = np.inf if metric.smaller_better else -np.inf
-            ranks = rank_values(np.where(np.isnan(values), worst, values).T, ties=ties,
-                                descending=not metric.smaller_better).T
-            total += metric.weight * ranks.mean(axis=1)
-        score = total / sum(m.weight for m in metrics) / len(algorithms)
+        ranks = np.hstack([_flare_case_ranks(group, metric, algorithms=algorithms, cases=cases, ties=ties)
+                           for metric in metrics])  # algorithms x (metric, case)
+        weights = np.repeat(_whole_weights(metrics), len(cases))[None]
+        score = _mean(ranks, weights, divisor=len(algorithms))[0]
         parts.append(_ranked(task, algorithms, scores=score, ranks=rank_values(score, ties=ties), ties=ties))
     return _concat(parts)
+
+
+def _flare_case_ranks(group: pd.DataFrame, metric: Metric, *, algorithms: list[str], cases: list[str],
+                      ties: Ties) -> np.ndarray:
+    """Each team's rank on one metric in each case (algorithms x cases), a missing value the worst."""
+    values = _matrix(group[group["metric"] == metric.name], algorithms=algorithms, cases=cases)
+    worst = np.inf if metric.smaller_better else -np.inf
+    return rank_values(np.where(np.isnan(values), worst, values).T, ties=ties, descending=not metric.smaller_better).T
+
+
+def _whole_weights(metrics: Sequence[Metric]) -> np.ndarray:
+    """The metrics' weights as whole numbers in the proportions of their printed decimals (0.5 and
+    1.5 become 5 and 15), so that a weighted mean of ranks stays a ratio of integers."""
+    numerators, _ = whole([printed(m.weight) for m in metrics])
+    return np.array(numerators, dtype=float)
 
 
 def task_matrix(frame: pd.DataFrame, spec: RankSpec) -> tuple[list[str], np.ndarray]:
@@ -278,34 +294,60 @@ def _tie_groups(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _aggregate(values: np.ndarray, weights: np.ndarray, how: Aggregate) -> np.ndarray:
-    """Weighted mean or median of each row of values (NaN left out), for each row of weights."""
+    """Weighted mean or median of each row of values (NaN left out), for each row of weights; in
+    exact arithmetic (see exact), so that equal aggregates are equal floats."""
+    return _mean(values, weights) if how == "mean" else _median(values, weights)
+
+
+def _mean(values: np.ndarray, weights: np.ndarray, *, divisor: int = 1) -> np.ndarray:
+    """Weighted mean of each row of values (NaN left out) for each row of integer weights, divided
+    by `divisor`, rounded once."""
     present = ~np.isnan(values)
-    if how == "mean":
-        sums = np.einsum("sc,ac->sa", weights.astype(float), np.where(present, values, 0.0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mean: np.ndarray = sums / (weights @ present.T)
-        return mean
+    numerators = fixed(values, headroom=int(weights.sum(axis=1).max(initial=0)).bit_length())
+    counts = weights.astype(float)
+    mean = ratio(numerators.like(np.stack([counts @ limb.T for limb in numerators.limbs])),
+                 (counts @ present.T) * divisor)
+    if np.isinf(values).any():  # a drawn infinity decides the mean; 0 x inf would make it NaN
+        mean += infinite_part(counts @ np.isposinf(values).T > 0, counts @ np.isneginf(values).T > 0)
+    return mean
+
+
+def _median(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted median of each row of values (NaN left out) for each row of weights: half the sum
+    of the two middle values (one value twice for an odd count), rounded once."""
     order = np.argsort(values, axis=1)  # NaN last
     ordered = np.take_along_axis(values, order, axis=1)
-    present = np.take_along_axis(present, order, axis=1).astype(np.int32)
+    present = np.take_along_axis(~np.isnan(values), order, axis=1).astype(np.int32)
     weights = weights.astype(np.int32)  # int32 sums are several times faster than int64 ones
     step = max(1, _CHUNK // max(values.size, 1))
-    return np.concatenate([_weighted_median(ordered, np.take(weights[s:s + step], order, axis=1) * present)
-                           for s in range(0, len(weights), step)])
+    below, above, drawn = (np.concatenate(part) for part in zip(*(
+        _middle(np.take(weights[s:s + step], order, axis=1) * present) for s in range(0, len(weights), step))))
+    numerators = fixed(ordered, headroom=1)  # a median adds two values
+    sums = numerators.like(np.stack([_pick(limb, below) + _pick(limb, above) for limb in numerators.limbs]))
+    median = ratio(sums, np.full(below.shape, 2.0))
+    if np.isinf(ordered).any():
+        low, high = _pick(ordered, below), _pick(ordered, above)
+        median += infinite_part(np.isposinf(low) | np.isposinf(high), np.isneginf(low) | np.isneginf(high))
+    return np.where(drawn, median, np.nan)  # nothing drawn: no median
 
 
-def _weighted_median(ordered: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Median of each sorted row of values (algorithms x cases) repeated counts[s] times (samples x
-    algorithms x cases), without building the repeated samples."""
+def _middle(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the two middle values are in each sorted row of values (algorithms x cases) repeated
+    counts[s] times (samples x algorithms x cases), without building the repeated samples; and
+    whether anything was drawn."""
     cumulative = np.cumsum(counts, axis=-1, out=counts)
     n = cumulative[..., -1:]
-    median = (_kth(ordered, cumulative, (n + 1) // 2) + _kth(ordered, cumulative, n // 2 + 1)) / 2
-    return np.where(n[..., 0] == 0, np.nan, median)  # nothing drawn: no median
+    return _kth(cumulative, (n + 1) // 2), _kth(cumulative, n // 2 + 1), n[..., 0] > 0
 
 
-def _kth(ordered: np.ndarray, cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """The k-th smallest value of each weighted row (1-based; clipped, for rows with none drawn)."""
-    position = np.minimum(np.count_nonzero(cumulative < k, axis=-1), ordered.shape[1] - 1)
+def _kth(cumulative: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Where the k-th smallest value of each weighted row is (1-based; clipped, for rows with none drawn)."""
+    position: np.ndarray = np.minimum(np.count_nonzero(cumulative < k, axis=-1), cumulative.shape[-1] - 1)
+    return position
+
+
+def _pick(ordered: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """ordered[algorithm, position[sample, algorithm]] for each sample and algorithm."""
     return np.take_along_axis(ordered[None], position[..., None], axis=-1)[..., 0]
 
 

@@ -60,9 +60,10 @@ def bootstrap(frame: pd.DataFrame, spec: RankSpec = RankSpec(), *, samples: int 
         raise ValueError("samples must be at least 1")
     algorithms, values = task_matrix(frame, spec)
     cases = values.shape[1]
-    full = score_ranks(method_scores(values, spec, weights=np.ones((1, cases), dtype=np.int64)), spec)[0]
     drawn = np.random.default_rng(seed).integers(0, cases, size=(samples, cases))
-    ranks = score_ranks(method_scores(values, spec, weights=_counts(drawn, cases)), spec)
+    weights = np.vstack([np.ones((1, cases), dtype=np.int64), _counts(drawn, cases)])  # the full ranking first
+    ranks = score_ranks(method_scores(values, spec, weights=weights), spec)
+    full, ranks = ranks[0], ranks[1:]
     low, median, high = np.percentile(ranks, [2.5, 50, 97.5], axis=0)
     return BootstrapSummary(
         algorithms=algorithms,

@@ -193,3 +193,12 @@ def test_combined_leaderboard_reference():
     assert [(r.participant, r.value, r.rank) for r in rows] == [("a", 10, 1), ("b", 20, 2), ("c", 20, 2), ("d", 30, 4)]
     weighted = combined(CombinedLeaderboard("w", "W", (("t1", 3.0), ("t2", 1.0)), "sum"), boards)
     assert [(r.participant, r.value) for r in weighted] == [("a", 30.0), ("c", 60.0), ("b", 80.0), ("d", 120.0)]
+
+
+def test_exact_decimal_ties_share_a_rank_on_a_leaderboard():
+    # per-case values 0.1 + 0.2 and 0.3 + 0.0 have the same mean on paper (issue 27)
+    results = [case_result("a", {"c1": 0.1, "c2": 0.2}), case_result("b", {"c1": 0.3, "c2": 0.0}),
+               case_result("c", {"c1": 0.1, "c2": 0.1})]
+    board = leaderboard(case_phase("aggregate-then-rank"), results)
+    assert [(r.participant, r.rank, r.rank_score) for r in board.rows] == [("a", 1, 0.15), ("b", 1, 0.15),
+                                                                          ("c", 3, 0.1)]

@@ -291,6 +291,18 @@ def test_weighted_cases_equal_the_resample(spec):
     assert method_scores(values, spec, weights=weights) == pytest.approx(np.array(expected), nan_ok=True)
 
 
+@pytest.mark.parametrize(("aggregate", "expected"), [
+    ("mean", [[1.5, 4.5], [math.inf, 13 / 3], [math.nan, 4.5]]),
+    ("median", [[1.5, 4.5], [2.0, 5.0], [math.nan, 4.5]])])
+def test_an_infinite_value_counts_only_where_drawn(aggregate, expected):
+    # HD95 is inf for an empty prediction: a bootstrap sample that does not draw that case has a
+    # finite aggregate (0 x inf must not make it NaN); +inf and -inf together have none
+    values = np.array([[math.inf, 1.0, 2.0, -math.inf], [3.0, 4.0, 5.0, 6.0]])
+    weights = np.array([[0, 1, 1, 0], [1, 0, 2, 0], [1, 0, 0, 1]])
+    scores = method_scores(values, RankSpec(aggregate=aggregate, smaller_better=True), weights=weights)
+    np.testing.assert_array_equal(scores, expected)
+
+
 def test_median_of_odd_and_even_counts():
     data = results([("A1", "C1", 0.1), ("A1", "C2", 0.5), ("A1", "C3", 0.3),
                     ("A2", "C1", 0.2), ("A2", "C2", 0.9), ("A2", "C3", NA)])
