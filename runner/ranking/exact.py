@@ -2,10 +2,10 @@
 
 A value is the decimal it prints as (its shortest repr: what JSON and CSV hold and what people
 read), so 0.1 + 0.2 is 0.3 here, as on paper and as challengeR's data sets are written. Every
-aggregate (a mean, a median's midpoint, a weighted mean of ranks) is a ratio of integers rounded
-once to the nearest float, by `ratio`: equal ratios give the same float whatever the order of the
-cases, unequal ones never swap, and ranks then compare floats with == under R's tie rule, as
-challengeR does.
+aggregate (a mean, a median's midpoint, a weighted mean of ranks, a combined leaderboard's weighted
+ranks) is a ratio of integers rounded once to the nearest float, by `ratio` (by `weighted` for a
+few Python numbers): equal ratios give the same float whatever the order of the cases, unequal
+ones never swap, and ranks then compare floats with == under R's tie rule, as challengeR does.
 
 Why it keeps the bootstrap's speed: the integers are numerators over one power of ten, summed by
 the same float64 matrix products as before. In limbs of at most 52 - headroom bits (headroom: the
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -105,6 +106,14 @@ def ratio(sums: Fixed, denominator: np.ndarray) -> np.ndarray:
     taken = below != 0
     out[taken] = (np.asarray(numerator)[taken] / below[taken]).astype(float)  # Python int / int: rounded once
     return out
+
+
+def weighted(values: Sequence[int], weights: Sequence[float], *, mean: bool) -> float:
+    """sum(value * weight), over sum(weight) for a mean, on the weights' printed decimals, rounded
+    once: weights 0.1, 0.2 and 0.3 give values (1, 1, 2) and (2, 2, 1) the same 0.9."""
+    shares = [Fraction(printed(w)) for w in weights]
+    total = sum((v * share for v, share in zip(values, shares)), Fraction(0))
+    return float(total / sum(shares) if mean else total)
 
 
 def infinite_part(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pandas as pd
 
+from runner.ranking.exact import weighted
 from runner.tree.jsonpaths import compiled, lookup, lookup_all
 from runner.tree.model import (
     CASE_METHODS,
@@ -288,8 +289,7 @@ def combined(spec: CombinedLeaderboard, boards: dict[str, Leaderboard]) -> list[
 def _combine(ranks: list[int], weights: list[float], how: str) -> float:
     if how == "median":
         return float(statistics.median(ranks))
-    total = sum(r * w for r, w in zip(ranks, weights))
-    return float(total if how == "sum" else total / sum(weights))
+    return weighted(ranks, weights, mean=how == "mean")  # exact: equal on paper, equal here
 
 
 def _keep_per_participant(rows: list[Row], *, key: Callable[[Row], Any], newest: bool) -> list[Row]:

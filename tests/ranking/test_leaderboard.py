@@ -195,6 +195,20 @@ def test_combined_leaderboard_reference():
     assert [(r.participant, r.value) for r in weighted] == [("a", 30.0), ("c", 60.0), ("b", 80.0), ("d", 120.0)]
 
 
+@pytest.mark.parametrize("how", ["sum", "mean"])
+def test_combined_weights_add_as_their_decimals(how):
+    # phase weights 0.1, 0.2, 0.3: ranks (1, 1, 2) and (2, 2, 1) both give 0.9 on paper (issue 27);
+    # 0.1 * 2 + 0.2 * 2 + 0.3 * 1 was 0.9000000000000001 in floating point
+    from runner.ranking.leaderboard import Leaderboard, Row, combined
+    from runner.tree.model import CombinedLeaderboard
+
+    ranks = {"t1": {"a": 1, "b": 2}, "t2": {"a": 1, "b": 2}, "t3": {"a": 2, "b": 1}}
+    boards = {t: Leaderboard(phase(), [Row(p, p, "", (0.0,), (None,), rank=r) for p, r in by.items()])
+              for t, by in ranks.items()}
+    spec = CombinedLeaderboard("w", "W", (("t1", 0.1), ("t2", 0.2), ("t3", 0.3)), how)
+    assert [(r.participant, r.rank) for r in combined(spec, boards)] == [("a", 1), ("b", 1)]
+
+
 def test_exact_decimal_ties_share_a_rank_on_a_leaderboard():
     # per-case values 0.1 + 0.2 and 0.3 + 0.0 have the same mean on paper (issue 27)
     results = [case_result("a", {"c1": 0.1, "c2": 0.2}), case_result("b", {"c1": 0.3, "c2": 0.0}),
