@@ -8,6 +8,7 @@ metric is shown unranked. Aggregates use every case: one NaN makes the mean and 
 rather than silently averaging the cases that worked; an inf makes the mean inf (null) while min,
 max and median stay meaningful. Replace undefined values with a worst value before writing (as
 FLARE does) when that is the challenge's rule. std is the population standard deviation (ddof=0).
+The mean and median of finite values are exact on the decimals the values print as, rounded once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +66,26 @@ def write_metrics(
 def _statistics(values: np.ndarray[Any, np.dtype[np.float64]]) -> dict[str, float]:
     if np.isnan(values).any():
         return dict.fromkeys(STATISTICS, math.nan)
+    exact = _decimals(values) if np.isfinite(values).all() else None
     with np.errstate(invalid="ignore"):  # inf - inf inside std is NaN, which is what we want
         return {
-            "mean": float(np.mean(values)),
+            "mean": float(np.mean(values)) if exact is None else float(sum(exact, Fraction(0)) / len(exact)),
             "std": float(np.std(values)),
             "min": float(np.min(values)),
             "max": float(np.max(values)),
-            "median": float(np.median(values)),
+            "median": float(np.median(values)) if exact is None else float(_middle(exact)),
         }
+
+
+def _decimals(values: np.ndarray[Any, np.dtype[np.float64]]) -> list[Fraction]:
+    """The values as the decimals they print as (0.1 is one tenth), sorted: their mean and median,
+    rounded once, are equal for results equal on paper and for cases in any order, as the
+    leaderboards' rankings take them (runner/ranking/exact.py; this kit is copied alone)."""
+    return sorted(Fraction(repr(v)) for v in values.tolist())
+
+
+def _middle(ordered: list[Fraction]) -> Fraction:
+    return (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
 
 
 def _is_number(value: Any) -> bool:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from runner.evalkit import write_metrics
+from runner.evalkit import aggregate, write_metrics
 
 
 def strict_load(path):
@@ -32,6 +32,17 @@ def test_shape_and_statistics(tmp_path):
     assert "file" not in document["aggregates"]
     assert document["aggregates"]["auroc"] == 0.8
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
+
+
+def test_mean_and_median_are_exact_in_any_order_of_cases():
+    # results equal on paper aggregate to the same float, whatever the order of their cases (issue
+    # 27): a leaderboard ranking on aggregates.dsc.mean must not split them by rounding
+    values = [0.46, 0.835, 0.758, 0.407, 0.497, 0.42, 0.529, 0.23, 0.786, 0.077]
+    shuffled = [values[i] for i in (2, 6, 7, 8, 1, 3, 4, 9, 5, 0)]  # np.mean: 0.49990000000000007, 0.49989999999999996
+    first, second = (aggregate({f"c{i}": {"dsc": v} for i, v in enumerate(vs)})["dsc"] for vs in (values, shuffled))
+    assert first["mean"] == second["mean"] == 0.4999
+    assert aggregate({"a": {"dsc": 0.1}, "b": {"dsc": 0.2}})["dsc"]["mean"] == 0.15  # 0.15000000000000002 in binary
+    assert aggregate({"a": {"dsc": 0.1}, "b": {"dsc": 0.2}})["dsc"]["median"] == 0.15
 
 
 def test_nan_and_inf_become_null(tmp_path):
