@@ -17,9 +17,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.auth
@@ -28,6 +29,7 @@ import docker.types
 import requests
 from docker.models.containers import _create_container_args
 
+from runner.errors import printable
 from runner.execution import archives, baseimage
 from runner.execution.archives import BadArchive
 from runner.execution.images import assemble_context, image_tag
@@ -298,9 +300,7 @@ class DockerEngine:
                 image, _ = self.client.images.build(path=str(context), tag=tag, buildargs=dict(args),
                                                     rm=True, forcerm=True)
             except docker.errors.BuildError as exc:
-                lines = [c.get("stream", c.get("error", "")).strip() for c in exc.build_log]
-                tail = next((ln for ln in reversed(lines) if ln), str(exc))
-                raise SandboxError(f"building {folder} failed: {tail}") from None
+                raise SandboxError(f"building {folder} failed: {build_failure(exc.build_log, str(exc))}") from None
         self.trusted.put(tag, image.id)
         return image.id
 
@@ -567,6 +567,22 @@ def _load_reason(exc: docker.errors.DockerException) -> str:
     """The engine's reason, one line, without the runner's own paths (its scratch folder for the load)."""
     text = (getattr(exc, "explanation", None) or str(exc)).strip().splitlines()[0]
     return re.sub(r"/\S*/docker-import-\d+/", "", text)[:200]
+
+
+def build_failure(build_log: Iterable[Mapping[str, Any]], error: str) -> str:
+    """Why a build failed, in one line: the failing step, the last line it printed (the cause, such as
+    "/bin/sh: 1: python: not found") and the engine's error (which only gives the exit code)."""
+    step, cause = "", ""
+    for chunk in build_log:
+        for line in str(chunk.get("stream", "")).splitlines():
+            line = line.strip()
+            if line.startswith("Step ") and " : " in line:
+                step, cause = line.partition(" : ")[2], ""
+            elif line and not line.startswith(("--->", "---> ", "Removing intermediate container")):
+                cause = line
+        error = str(chunk.get("error") or error)
+    parts = [f"step {step!r}" if step else "", cause if cause != error.strip() else "", error.strip()]
+    return printable(": ".join(part for part in parts if part), 600)
 
 
 def _orphaned(labels: Mapping[str, str]) -> bool:

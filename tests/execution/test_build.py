@@ -61,3 +61,31 @@ def test_the_offline_base_runs_the_kit_without_a_compiler(engine, base_image):
     assert outcome.ok, outcome.stderr_tail
     assert outcome.stdout_tail == ["[None, None, None]"]
     assert engine.client.images.get(base_image).attrs["Size"] < 600 * 1024**2
+
+
+def test_a_failed_build_says_which_step_and_why(engine, base_image, tmp_path):
+    """The engine's error gives only the exit code; the cause is the step's last line of output."""
+    from runner.execution.sandbox import SandboxError
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nRUN echo installing\n"
+                                       "RUN echo 'no-such-tool: not found' >&2; echo done; exit 127\n")
+    with pytest.raises(SandboxError) as caught:
+        engine.build(folder, name="challenge-test/broken", base=base_image)
+    message = str(caught.value)
+    assert "step \"RUN echo 'no-such-tool: not found' >&2; echo done; exit 127\"" in message, message
+    assert message.endswith("exit 127\": done: The command '/bin/sh -c echo 'no-such-tool: not found' >&2; "
+                            "echo done; exit 127' returned a non-zero code: 127"), message
+
+
+def test_build_failure_reads_the_engines_log():
+    from runner.execution.docker_engine import build_failure
+    log = [{"stream": "Step 1/3 : FROM base\n"}, {"stream": " ---> 1a2b\n"},
+           {"stream": "Step 3/3 : RUN python -m pip install -r requirements.txt\n"},
+           {"stream": " ---> Running in 3c4d\n"}, {"stream": "/bin/sh: 1: python: not found\n"},
+           {"error": "The command '/bin/sh -c python -m pip install -r requirements.txt' "
+                     "returned a non-zero code: 127"}]
+    assert build_failure(log, "fallback") == (
+        "step 'RUN python -m pip install -r requirements.txt': /bin/sh: 1: python: not found: "
+        "The command '/bin/sh -c python -m pip install -r requirements.txt' returned a non-zero code: 127")
+    assert build_failure([], "the engine said no") == "the engine said no"
