@@ -569,12 +569,15 @@ def _load_reason(exc: docker.errors.DockerException) -> str:
     return re.sub(r"/\S*/docker-import-\d+/", "", text)[:200]
 
 
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def build_failure(build_log: Iterable[Mapping[str, Any]], error: str) -> str:
     """Why a build failed, in one line: the failing step, the last line it printed (the cause, such as
     "/bin/sh: 1: python: not found") and the engine's error (which only gives the exit code)."""
     step, cause = "", ""
     for chunk in build_log:
-        for line in str(chunk.get("stream", "")).splitlines():
+        for line in SGR.sub("", str(chunk.get("stream", ""))).splitlines():  # stderr comes coloured
             line = line.strip()
             if line.startswith("Step ") and " : " in line:
                 step, cause = line.partition(" : ")[2], ""

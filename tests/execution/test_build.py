@@ -82,7 +82,8 @@ def test_build_failure_reads_the_engines_log():
     from runner.execution.docker_engine import build_failure
     log = [{"stream": "Step 1/3 : FROM base\n"}, {"stream": " ---> 1a2b\n"},
            {"stream": "Step 3/3 : RUN python -m pip install -r requirements.txt\n"},
-           {"stream": " ---> Running in 3c4d\n"}, {"stream": "/bin/sh: 1: python: not found\n"},
+           {"stream": " ---> Running in 3c4d\n"}, {"stream": "\x1b[91m/bin/sh: 1: python: not found\n"},
+           {"stream": "\x1b[0m"},
            {"error": "The command '/bin/sh -c python -m pip install -r requirements.txt' "
                      "returned a non-zero code: 127"}]
     assert build_failure(log, "fallback") == (
