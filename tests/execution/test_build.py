@@ -69,13 +69,13 @@ def test_a_failed_build_says_which_step_and_why(engine, base_image, tmp_path):
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nRUN echo installing\n"
-                                       "RUN echo 'no-such-tool: not found' >&2; echo done; exit 127\n")
+                                       "RUN echo 'no-such-tool: not found' >&2; exit 127\n")
     with pytest.raises(SandboxError) as caught:
         engine.build(folder, name="challenge-test/broken", base=base_image)
     message = str(caught.value)
-    assert "step \"RUN echo 'no-such-tool: not found' >&2; echo done; exit 127\"" in message, message
-    assert message.endswith("exit 127\": done: The command '/bin/sh -c echo 'no-such-tool: not found' >&2; "
-                            "echo done; exit 127' returned a non-zero code: 127"), message
+    assert message.endswith("failed: step \"RUN echo 'no-such-tool: not found' >&2; exit 127\": no-such-tool: not "
+                            "found: The command '/bin/sh -c echo 'no-such-tool: not found' >&2; exit 127' returned "
+                            "a non-zero code: 127"), message
 
 
 def test_build_failure_reads_the_engines_log():
