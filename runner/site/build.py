@@ -81,9 +81,8 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
         raise BuildError(f"unknown site builder {builder!r}; choose one of {', '.join(BUILDERS)}")
     if strict:
         cmd.append("--strict")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     try:
-        done = subprocess.run(cmd, cwd=config.root, capture_output=True, text=True, check=False, env=env)
+        done = subprocess.run(cmd, cwd=config.root, capture_output=True, text=True, check=False, env=builder_env())
     except FileNotFoundError:
         raise BuildError(f"{builder} is not installed (pip install {builder})") from None
     if done.returncode != 0:
@@ -91,3 +90,9 @@ def build_site(config: SiteConfig, builder: str = "mkdocs", *, strict: bool = Fa
         raise BuildError(f"{builder} build failed: {lines[-1] if lines else 'no output'}")
     last.write_text(builder, encoding="utf-8")
     return config.site
+
+
+def builder_env() -> dict[str, str]:
+    """The environment the site builder runs in, for builds and `challenge serve` alike: without the
+    MkDocs 2 banner, which speaks of MkDocs' future, not of this site."""
+    return {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

@@ -24,7 +24,7 @@ from pathlib import Path
 import watchfiles
 
 from runner.errors import ChallengeError
-from runner.site.build import GENERATED_CONFIG
+from runner.site.build import GENERATED_CONFIG, builder_env
 
 HOST = "127.0.0.1"
 
@@ -185,7 +185,7 @@ def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: l
     interrupted = False
     try:
         server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"{HOST}:{port}",
-                                   "-f", str(root / GENERATED_CONFIG)], cwd=root)
+                                   "-f", str(root / GENERATED_CONFIG)], cwd=root, env=builder_env())
         _stop_when_exits(server, stop)
         url = f"http://{HOST}:{port}/"
         regenerate_on_edits(watched, regenerate, log, stop, quiet_ms=quiet_ms, ready=lambda: _when_answering(
