@@ -36,7 +36,7 @@ from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, Output
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
-from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunSpec, SandboxError, last_line
+from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import (
     MEASUREMENTS,
@@ -172,15 +172,15 @@ class _Job:
         self.ref = ""  # the algorithm as submitted: an image reference or an archive's URL
         self.model: training.Trained | None = None  # training phases: what the predict runs mount
         self.last_lines: dict[str, str | None] = {}  # each stage's last stderr line, as its record shows it
+        self.users: dict[str, RunAs] = {}  # by image ID: who its containers run as (`_run_as`)
 
     def run(self, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
-            if self.phase.submission_kind == "training":
+            if self.phase.submission_kind == "training" or self.submission.image or self.submission.image_archive:
                 self.ref, image_id = self._algorithm_image()
-                self.runs["training"] = self._train(image_id)
-                self.runs["algorithm"] = self._algorithm(inputs, image_id)
-            elif self.submission.image or self.submission.image_archive:
-                self.ref, image_id = self._algorithm_image()
+                self._run_as(image_id, "Algorithm image could not be used")
+                if self.phase.submission_kind == "training":
+                    self.runs["training"] = self._train(image_id)
                 self.runs["algorithm"] = self._algorithm(inputs, image_id)
             else:
                 unpack_predictions(_predictions_file(self.submission), self.predictions,
@@ -202,7 +202,7 @@ class _Job:
         for index, run in enumerate(runs):
             try:
                 # An area per run: the engine's pool empties the one a run gave back while the next one runs.
-                with self._area(self.phase.algorithm) as area:
+                with self._area(self.phase.algorithm, image_id) as area:
                     measured[run.name or ""] = self._algorithm_run(area, image_id, run)
             except ContainerFailed as failure:
                 if failure.measured is not None:
@@ -228,7 +228,7 @@ class _Job:
                                                        limits=OutputLimits(max_bytes=phase.training.output)),
             gpu=self.gpu)
         try:
-            with self._area(phase.training) as area:
+            with self._area(phase.training, image_id) as area:
                 self.model = training.train(job, area)
         finally:  # every attempt's log, resumes included (a debugging phase shows them to the participant)
             if folder.log.is_file():
@@ -363,11 +363,12 @@ class _Job:
     # --- evaluation --------------------------------------------------------------------------
 
     def _evaluation(self, image: str, truth: Path) -> RunRecord:
-        image_id = self._image_id(image, f"evaluation image for {self.phase.challenge}/{self.phase.slug}", runner=True)
+        what = f"evaluation image for {self.phase.challenge}/{self.phase.slug}"
+        image_id = self._run_as(self._image_id(image, what, runner=True), what, runner=True)
         limits = self.phase.evaluation
         spec = self._spec(image_id, (Mount(self.predictions, "/input"), Mount(truth, GROUND_TRUTH)), limits)
         scores = _writable(self.tmp / "evaluation")
-        with self._area(limits) as area:
+        with self._area(limits, image_id) as area:
             outcome = self._contained(spec, area, "evaluation")
             record = RunRecord(image=image, image_id=image_id, exit_code=outcome.exit_code,
                                wall_time_s=outcome.wall_time_s, timed_out=outcome.timed_out,
@@ -391,17 +392,20 @@ class _Job:
     # --- shared ------------------------------------------------------------------------------
 
     def _image_id(self, ref: str, what: str, *, runner: bool = False) -> str:
-        try:
+        with _asked(what, runner=runner):
             return self.executor.image_id(ref)
-        except SandboxError as exc:
-            if runner or exc.transient:
-                raise RunnerError(f"{what}: {exc}", transient=exc.transient) from None
-            raise SubmissionFailure(f"{what}: {exc}") from None
+
+    def _run_as(self, image_id: str, what: str, *, runner: bool = False) -> str:
+        """Record who the containers of `image_id` run as (its areas and runs read it); the ID back."""
+        with _asked(what, runner=runner):
+            self.users[image_id] = self.executor.run_as(image_id)
+        return image_id
 
     @contextlib.contextmanager
-    def _area(self, limits: Limits):
+    def _area(self, limits: Limits, image_id: str):
+        """An output area its image's user writes (a tmpfs is owned by one user)."""
         try:
-            with self.executor.output_area(limits.output) as area:
+            with self.executor.output_area(limits.output, user=self.users[image_id].user) as area:
                 yield area
         except SandboxError as exc:
             raise RunnerError(str(exc), transient=exc.transient) from None
@@ -410,7 +414,7 @@ class _Job:
               command: tuple[str, ...] | None = None, output_path: str = "/output") -> RunSpec:
         return RunSpec(image=image_id, mounts=mounts, time_limit=limits.time_limit, memory=limits.memory,
                        cpus=limits.cpus, runtime=self.config.runtime, gpus=self._gpus(gpus), job=self.submission.key,
-                       command=command, output_path=output_path)
+                       command=command, output_path=output_path, user=self.users[image_id])
 
     def _gpus(self, wanted: int) -> tuple[str, ...]:
         """The GPUs a run gets; a GPU phase on a runner without enough of them waits for one that has
@@ -465,6 +469,18 @@ class _Job:
             gpu=self.gpu,
             last_line=self.last_lines.get("algorithm"),
         )
+
+
+@contextlib.contextmanager
+def _asked(what: str, *, runner: bool) -> Iterator[None]:
+    """The executor's failures about an image: the runner's trouble for its own images (or when trying
+    again may help), else the submission's, with `what` was asked."""
+    try:
+        yield
+    except SandboxError as exc:
+        if runner or exc.transient:
+            raise RunnerError(f"{what}: {exc}", transient=exc.transient) from None
+        raise SubmissionFailure(f"{what}: {exc}") from None
 
 
 @contextlib.contextmanager

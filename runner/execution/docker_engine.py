@@ -30,7 +30,7 @@ import requests
 from docker.models.containers import _create_container_args
 
 from runner.errors import printable
-from runner.execution import archives, baseimage
+from runner.execution import archives, baseimage, users
 from runner.execution.archives import BadArchive
 from runner.execution.images import assemble_context, image_tag
 from runner.execution.keeper import AGENT, KeeperChannel, KeeperGone
@@ -49,6 +49,7 @@ from runner.execution.sandbox import (
     Log,
     Outcome,
     OutputArea,
+    RunAs,
     RunSpec,
     SandboxError,
     process_alive,
@@ -214,6 +215,7 @@ class DockerEngine:
         self._reaper: ThreadPoolExecutor | None = None
         self._removals: list[Future] = []
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._users: dict[str, RunAs] = {}  # by image ID: an image never changes
 
     def __enter__(self) -> DockerEngine:
         return self
@@ -349,6 +351,46 @@ class DockerEngine:
         with engine_errors(f"saving {image}"), open(path, "wb") as out:
             for chunk in self.client.images.get(image).save(named=False):
                 out.write(chunk)
+
+    def run_as(self, image: str) -> RunAs:
+        """Who containers of `image` run as (see `users`). The image's own /etc/passwd and /etc/group are
+        read only when it declares a user that is not plainly root, from a container that never starts."""
+        if image not in self._users:
+            with engine_errors(f"looking up {image}"):
+                declared = str((self.client.images.get(image).attrs.get("Config") or {}).get("User") or "")
+            files = (None, None) if users.declares_root(declared) else self._image_files(image, "/etc/passwd",
+                                                                                          "/etc/group")
+            try:
+                self._users[image] = users.run_as(declared, passwd=files[0], group=files[1])
+            except users.UnknownUser as exc:
+                raise SandboxError(str(exc)) from None
+        return self._users[image]
+
+    def _image_files(self, image: str, *paths: str) -> list[str | None]:
+        """Small text files of an image, each None where absent, not a plain file, or over FILE_MAX_BYTES."""
+        with engine_errors(f"reading {image}"):
+            created = self.client.api.create_container(image, command=["/"], entrypoint=[], network_disabled=True,
+                                                       labels={OWNER: self._owner})
+            try:
+                return [self._image_file(created["Id"], path) for path in paths]
+            finally:
+                self.client.api.remove_container(created["Id"], force=True)
+
+    def _image_file(self, container: str, path: str) -> str | None:
+        try:
+            stream, _ = self.client.api.get_archive(container, path)
+        except docker.errors.NotFound:
+            return None
+        data = bytearray()
+        for chunk in stream:  # a tar of the one file: its header, the file, padding
+            data += chunk
+            if len(data) > users.FILE_MAX_BYTES + 4 * tarfile.BLOCKSIZE:
+                return None
+        with contextlib.suppress(tarfile.TarError), tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive:
+            member = archive.next()
+            if member is not None and member.isfile() and (content := archive.extractfile(member)) is not None:
+                return content.read(users.FILE_MAX_BYTES).decode("utf-8", errors="replace")
+        return None
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
         """The base image's ID (see `baseimage.ensure_base`), as recorded when this runner first made or found
@@ -500,7 +542,8 @@ class DockerEngine:
             image=spec.image,
             version=self.client.api._version,
             command=list(spec.command) if spec.command else None,
-            user=spec.user,
+            user=spec.user.user,
+            group_add=list(spec.user.groups) or None,
             network_mode="none",
             read_only=True,
             cap_drop=["ALL"],
@@ -517,7 +560,7 @@ class DockerEngine:
             log_config=docker.types.LogConfig(
                 type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
             runtime=spec.runtime,
-            environment={"HOME": "/tmp"},
+            environment={"HOME": spec.user.home} if spec.user.home else None,
             labels={OWNER: self._owner, CHECKOUT: os.getcwd(), **({LABEL: spec.job} if spec.job else {})},
             detach=True,
         )))

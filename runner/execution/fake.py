@@ -25,7 +25,7 @@ from runner.execution import archives
 from runner.execution.images import image_tag
 from runner.execution.measure import GpuUsage
 from runner.execution.outputs import OutputLimits, extract_tar
-from runner.execution.sandbox import NOBODY, EngineInfo, Log, Outcome, OutputArea, RunSpec, SandboxError
+from runner.execution.sandbox import NOBODY, EngineInfo, Log, Outcome, OutputArea, RunAs, RunSpec, SandboxError
 
 FAKE_BASE = "fake-base:1"
 NO_SPACE = "OSError: [Errno 28] No space left on device"
@@ -95,8 +95,10 @@ class FakeExecutor:
     context folders each build was given), `removed` every job
     whose leftovers were cleaned up. Set `leftovers[job]` or `orphans` to play a dead runner, and
     `fail(method, error, ...)` to make the next calls of `image_id`, `build`, `run`, `collect`,
-    `clear`, `remove_labelled`, `output_area`, `load_archive` or `describe` raise. `loaded` lists the
-    image IDs of the archives loaded. `credentials` says which registries it pulls from logged in.
+    `clear`, `remove_labelled`, `output_area`, `load_archive`, `run_as` or `describe` raise. `loaded` lists the
+    image IDs of the archives loaded. `credentials` says which registries it pulls from logged in;
+    `users[image ID]` who an image's containers run as (NOBODY unless set; a SandboxError there is raised,
+    as for a user the image does not define), `areas` the user of each output area provisioned.
     """
 
     def __init__(self, *, gpus: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("runc",),
@@ -111,6 +113,8 @@ class FakeExecutor:
         self.orphans = 0
         self.removed: list[str] = []
         self.loaded: list[str] = []  # image IDs of the archives loaded
+        self.users: dict[str, RunAs | SandboxError] = {}
+        self.areas: list[str] = []
         self.open_areas = 0
         self.closed = False
         self._failures: dict[str, list[SandboxError]] = {}
@@ -188,6 +192,13 @@ class FakeExecutor:
                 info.size = len(data)
                 archive.addfile(info, io.BytesIO(data))
 
+    def run_as(self, image: str) -> RunAs:
+        self._fail("run_as")
+        found = self.users.get(image, RunAs())
+        if isinstance(found, SandboxError):
+            raise found
+        return found
+
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
         """The base, runnable as a do-nothing image unless scripted otherwise."""
         base = preferred or FAKE_BASE
@@ -207,6 +218,7 @@ class FakeExecutor:
     def output_area(self, size: int, *, user: str = NOBODY) -> Iterator[FakeOutputArea]:
         self._fail("output_area")
         area = FakeOutputArea(size, self._fail)
+        self.areas.append(user)
         self.open_areas += 1
         try:
             yield area

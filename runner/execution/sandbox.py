@@ -23,6 +23,7 @@ from runner.execution.measure import GpuUsage
 from runner.execution.outputs import OutputLimits
 
 NOBODY = "65534:65534"
+NOBODY_GID = NOBODY.partition(":")[2]  # the hidden data's group (the organizers' guide): every run keeps it
 # The last stderr line is shown to the participant, so it is a channel out of the sandbox for anything
 # the container can read: kept short, and stripped of control characters (terminal escapes).
 ERROR_LINE_MAX = 300
@@ -49,6 +50,16 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class RunAs:
+    """Who a container runs as: `uid:gid` (numbers, never names the engine would resolve), the groups it
+    keeps besides, and its HOME (None: as the image and the engine set it, from the image's /etc/passwd)."""
+
+    user: str = NOBODY
+    groups: tuple[str, ...] = ()
+    home: str | None = "/tmp"
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything an executor needs for one run. Limits default to a small, safe box.
     `job` names the submission the run belongs to, so a later runner can remove what a dead one
@@ -63,7 +74,7 @@ class RunSpec:
     open_files: int = 1024
     tmp_size: int = 256 * 1024**2
     shm_size: int = 64 * 1024**2
-    user: str = NOBODY
+    user: RunAs = RunAs()
     command: tuple[str, ...] | None = None
     log_bytes: int = 1024**2
     runtime: str | None = None
@@ -182,6 +193,11 @@ class Executor(Protocol):
 
     def save_archive(self, image: str, path: Path) -> None:
         """Write `image` to `path` as an archive `load_archive` reads."""
+        ...
+
+    def run_as(self, image: str) -> RunAs:
+        """Who containers of `image` run as (`users.run_as`): the user it declares unless that is root,
+        else NOBODY. SandboxError when the declared user cannot be found in the image."""
         ...
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:

@@ -250,7 +250,7 @@ def test_a_gpu_host_sees_its_gpu_in_a_container_run_the_runners_way(tmp_path):
     assert [line[:2] for line in gpu_lines(tmp_path, executor, gpu_ids=("0",))] == [
         ("gpu", "ok"), ("nvidia runtime", "ok"), ("gpu in a container", "ok")]
     [probe] = executor.runs
-    assert (probe.command, probe.gpus, probe.user) == (GPU_PROBE, ("0",), NOBODY)  # the sandbox participants get
+    assert (probe.command, probe.gpus, probe.user.user) == (GPU_PROBE, ("0",), NOBODY)  # the sandbox participants get
 
 
 def test_a_gpu_the_container_cannot_see_fails_with_the_toolkits_fix(tmp_path):

@@ -26,7 +26,7 @@ from runner.evaluation.queue import EVALKIT, JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
-from runner.execution.sandbox import Executor, SandboxError
+from runner.execution.sandbox import Executor, RunAs, SandboxError
 from runner.site.reference import measurements
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import ModelError, Result, scored_document
@@ -244,6 +244,37 @@ def test_unknown_algorithm_image_is_the_submissions_failure(repo, fake, config):
     evaluate_all(repo, fake, config)
     assert result_of(repo).error == (f"Algorithm image could not be used: pulling {ALGORITHM}: "
                                      "image not found (manifest unknown)")
+
+
+def test_each_image_runs_as_its_own_user_into_an_area_that_user_owns(repo, fake, config):
+    image = submit(repo, fake, Behaviour(write=threshold))
+    declared = RunAs(user="999:998", groups=("65534",), home=None)
+    fake.users[fake.images[image]] = declared
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).status == "succeeded"
+    algorithm, evaluation = fake.runs
+    assert (algorithm.user, evaluation.user) == (declared, RunAs())
+    assert fake.areas == ["999:998", RunAs().user]
+
+
+GHOST = "the image's USER 'ghost' is not in its /etc/passwd"
+
+
+def test_a_user_the_algorithm_image_does_not_define_is_the_submissions_failure(repo, fake, config):
+    image = submit(repo, fake, Behaviour(write=threshold))
+    fake.users[fake.images[image]] = SandboxError(GHOST)
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).error == f"Algorithm image could not be used: {GHOST}"
+    assert fake.runs == []
+
+
+def test_a_user_the_evaluation_image_does_not_define_is_the_runners_problem(repo, fake, config):
+    submit(repo, fake, Behaviour(write=threshold))
+    fake.users[fake.images[EVALUATION]] = SandboxError(GHOST)
+    store, reports = evaluate_all(repo, fake, config)
+    assert (reports[0].status, reports[0].detail) == ("error", f"evaluation image for {CHALLENGE}/{PHASE}: {GHOST} "
+                                                               "(left pending)")
+    assert len(store.pending()) == 1
 
 
 # --- metrics ------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -14,7 +15,8 @@ import docker
 import pytest
 
 from runner.execution.docker_engine import CHECKOUT, LABEL, OWNER
-from runner.execution.sandbox import Mount, RunSpec
+from runner.execution.sandbox import NOBODY_GID, Mount, RunAs, RunSpec, SandboxError
+from tests.helpers import IMAGES
 
 pytestmark = pytest.mark.docker
 
@@ -94,3 +96,59 @@ def test_runs_say_which_runner_and_checkout_started_them(engine, behave, tmp_pat
             running.result()
     assert seen and seen[0][OWNER] == f"{socket.gethostname()}:{os.getpid()}"
     assert seen[0][CHECKOUT] == os.getcwd()
+
+
+# --- the image's declared user ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def declared_user(engine, base_image):
+    """declared_user(USER line) -> image ID of an image whose user keeps a module in ~/.local (built once)."""
+    built: dict[str, str] = {}
+
+    def image(line: str) -> str:
+        if line not in built:
+            built[line] = engine.build(IMAGES / "declared-user", name="challenge-test/declared-user", base=base_image,
+                                       args={"USER_LINE": line})
+        return built[line]
+
+    return image
+
+
+def run_as_declared(engine, image: str, tmp_path: Path) -> tuple[dict, RunAs]:
+    """Run `image` as the runner does (as its declared user, into an area that user owns) on hidden data
+    readable only by its owner and the containers' group, as the organizers' guide sets it."""
+    inputs = tmp_path / "in"
+    inputs.mkdir(exist_ok=True)
+    secret = inputs / "secret.txt"
+    secret.write_text("hidden")
+    os.chown(secret, 0, int(NOBODY_GID))
+    secret.chmod(0o640)
+    who = engine.run_as(image)
+    with engine.output_area(64 * 1024**2, user=who.user) as area:
+        outcome = engine.run(RunSpec(image=image, mounts=(Mount(inputs, "/input"),), user=who), area)
+        assert outcome.ok, outcome.stderr_tail
+        area.collect(tmp_path / "out")
+    return json.loads((tmp_path / "out" / "who.json").read_text()), who
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sets hidden data's owner and group as an admin does")
+def test_an_image_declaring_a_user_runs_as_it_and_finds_its_packages(engine, declared_user, tmp_path):
+    shown, who = run_as_declared(engine, declared_user("user"), tmp_path)
+    uid, _, gid = who.user.partition(":")
+    assert shown == {"uid": int(uid), "gid": int(gid), "groups": sorted({int(gid), int(NOBODY_GID)}),
+                     "home": "/home/user", "localmod": "home", "secret": "hidden"}
+    assert int(uid) not in (0, 65534)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sets hidden data's owner and group as an admin does")
+@pytest.mark.parametrize("line", ["root", "toor", "0:0"])
+def test_an_image_declaring_root_however_named_runs_as_nobody(engine, declared_user, tmp_path, line):
+    shown, who = run_as_declared(engine, declared_user(line), tmp_path)
+    assert who == RunAs()
+    assert (shown["uid"], shown["gid"], shown["home"], shown["secret"]) == (65534, 65534, "/tmp", "hidden")
+
+
+def test_an_image_declaring_a_user_it_does_not_define_is_refused(engine, declared_user):
+    with pytest.raises(SandboxError, match="the image's USER 'ghost' is not in its /etc/passwd"):
+        engine.run_as(declared_user("ghost"))
