@@ -23,6 +23,7 @@ from runner.evaluation.archives import ENV_RUNNER_KEY
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES
 from runner.evaluation.job import ENV_DATA_ROOT, RunnerConfig
 from runner.evaluation.queue import JobReport, run_jobs
+from runner.execution import certificates
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.measure import nvml_readers
 from runner.execution.sandbox import Executor
@@ -37,6 +38,7 @@ from .common import UsageError, err, open_store, out, state_dir
 from .keys import runner_keys
 
 ENV_GPUS = "CHALLENGE_GPUS"
+ENV_BUILD_CA = "CHALLENGE_BUILD_CA_CERTS"
 # Where a runner host keeps what must outlive one workflow job (a job's checkout is cleaned each time):
 # cache/, logs/, training/ (to resume training) and preserved/. Default: ROOT/build.
 TRUSTED_IMAGES = "trusted-images.json"  # in the state folder: the IDs of the images this runner built or chose
@@ -150,7 +152,18 @@ def runner_engine(*, root: Path, gpus: tuple[str, ...] = ()) -> Executor:
     (Kubernetes Jobs) is a change here alone."""
     readers = nvml_readers(gpus) if gpus else {}
     return DockerEngine(gpu_reader=readers.__getitem__ if readers else None,
-                        trusted=TrustedImages(state_dir(root) / TRUSTED_IMAGES))
+                        trusted=TrustedImages(state_dir(root) / TRUSTED_IMAGES),
+                        build_certificates=build_certificates())
+
+
+def build_certificates() -> bytes | None:
+    """The CA bundle the runner's builds trust: the PEM file named by CHALLENGE_BUILD_CA_CERTS, if set
+    (hosts behind TLS inspection; see `execution.certificates`)."""
+    path = os.environ.get(ENV_BUILD_CA, "").strip()
+    try:
+        return certificates.read_bundle(Path(path)) if path else None
+    except certificates.BadBundle as exc:
+        raise UsageError(f"{ENV_BUILD_CA}: {exc}") from None
 
 
 def runner_identity(path: Path | None) -> tuple[Identity, ...]:

@@ -21,8 +21,13 @@ from runner.execution.sandbox import Log, SandboxError
 
 DEFAULT_BASE = "python:3.11-slim"
 SUITE = "bookworm"
-# scipy and nibabel so the evaluation kit (runner/evalkit) runs on it as it is.
-PACKAGES = ("python3-minimal", "python3-numpy", "python3-scipy", "python3-nibabel")
+# scipy and nibabel so the evaluation kit (runner/evalkit) runs on it as it is; `python` and pip so a
+# Dockerfile written for python:3.11-slim (grand-challenge's templates: `RUN python -m pip install --user`)
+# builds on it with only its FROM changed.
+PACKAGES = ("python3-minimal", "python3-numpy", "python3-scipy", "python3-nibabel", "python3-pip",
+            "python-is-python3")
+# Debian marks its Python as managed by apt (PEP 668), so pip would refuse to install; python:3.11-slim does not.
+EXTERNALLY_MANAGED = "usr/lib/python3*/EXTERNALLY-MANAGED"
 # What only builds code: debootstrap installs Depends, and bookworm's python3-scipy depends on pythran,
 # which brings gcc, g++, boost and every -dev package (half a gigabyte no evaluation ever runs).
 BUILD_ONLY = (r"^(.*-dev|cpp(-\d+)?|gcc(-\d+)?|g\+\+(-\d+)?|binutils.*|libbinutils|libctf.*|libgprofng\d+"
@@ -32,7 +37,7 @@ ENV_BASE = "CHALLENGE_BASE_IMAGE"
 
 
 def local_base_tag() -> str:
-    recipe = f"{SUITE}|minbase|{','.join(PACKAGES)}|no-apt-cache|purge {BUILD_ONLY}"
+    recipe = f"{SUITE}|minbase|{','.join(PACKAGES)}|no-apt-cache|purge {BUILD_ONLY}|pip unmanaged"
     return f"challenge-base:{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
 
 
@@ -59,7 +64,7 @@ def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: 
 
 
 def build_offline(tag: str, import_rootfs: Callable[[Path, str], None]) -> None:
-    """debootstrap a minimal Debian with Python, numpy, scipy and nibabel, tar it, and hand it to the engine."""
+    """debootstrap a minimal Debian with Python, pip, numpy, scipy and nibabel, tar it, and hand it to the engine."""
     if shutil.which("debootstrap") is None:
         raise SandboxError("no registry answers and debootstrap is not installed: "
                            "install it (apt-get install debootstrap) or set CHALLENGE_BASE_IMAGE")
@@ -74,6 +79,8 @@ def build_offline(tag: str, import_rootfs: Callable[[Path, str], None]) -> None:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise SandboxError(f"debootstrap failed: {tail[0]}")
         _purge_build_tools(root)
+        for marker in root.glob(EXTERNALLY_MANAGED):
+            marker.unlink()
         for deb in (root / "var" / "cache" / "apt" / "archives").glob("*.deb"):  # downloaded once, never needed again
             deb.unlink()
         archive = Path(tmp) / "rootfs.tar"

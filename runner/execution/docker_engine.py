@@ -30,7 +30,7 @@ import requests
 from docker.models.containers import _create_container_args
 
 from runner.errors import printable
-from runner.execution import archives, baseimage, users
+from runner.execution import archives, baseimage, certificates, users
 from runner.execution.archives import BadArchive
 from runner.execution.images import assemble_context, image_tag
 from runner.execution.keeper import AGENT, KeeperChannel, KeeperGone
@@ -204,8 +204,10 @@ class DockerEngine:
     """
 
     def __init__(self, client: docker.DockerClient | None = None, *, keeper_image: str | None = None,
-                 gpu_reader: GpuReader | None = None, trusted: TrustedImages | None = None):
+                 gpu_reader: GpuReader | None = None, trusted: TrustedImages | None = None,
+                 build_certificates: bytes | None = None):
         self._client = client
+        self.build_certificates = build_certificates  # a CA bundle every build trusts (see `certificates`)
         self.keeper_image = keeper_image
         self.trusted = trusted or TrustedImages()  # the IDs of the images this runner made or chose
         self.gpu_reader = gpu_reader
@@ -284,16 +286,21 @@ class DockerEngine:
     def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
               extra_context: Mapping[str, Path] | None = None) -> str:
         """Build `folder` (a Dockerfile with `ARG BASE`), tagged by its content, and return the image ID.
-        `extra_context` folders join the build context under their names (a temporary copy is built)."""
-        tag = image_tag(folder, name=name, base=base, args=args, extra_context=extra_context)
+        `extra_context` folders join the build context under their names, and the CA bundle its Dockerfile
+        (a temporary copy is built)."""
+        bundle = self.build_certificates
+        tag = image_tag(folder, name=name, base=base, args=args, extra_context=extra_context,
+                        certificates=certificates.fingerprint(bundle) if bundle else "")
         known = self.trusted.get(tag)
         if known is not None and self._present(known):  # by the ID recorded when it was built: never by its tag
             return known
         with contextlib.ExitStack() as stack:
             context = folder
-            if extra_context:
+            if extra_context or bundle:
                 scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="challenge-context-")))
                 context = assemble_context(folder, extra_context, scratch / "context")
+            if bundle:
+                certificates.add_to_context(context, bundle)
             return self._build(context, folder, tag=tag, args={**(args or {}), **({"BASE": base} if base else {})})
 
     def _build(self, context: Path, folder: Path, *, tag: str, args: Mapping[str, str]) -> str:

@@ -48,12 +48,14 @@ def _skipped(relative: Path, skip: tuple[str, ...]) -> bool:
 
 
 def image_tag(folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
-              extra_context: Mapping[str, Path] | None = None) -> str:
-    """`name:<16 hex>` for a build of `folder` on `base` with build `args` and the `extra_context`
-    folders joined to it: equal content, equal tag. Without extras the tag is what it always was."""
+              extra_context: Mapping[str, Path] | None = None, certificates: str = "") -> str:
+    """`name:<16 hex>` for a build of `folder` on `base` with build `args`, the `extra_context` folders
+    joined to it and the CA bundle of that fingerprint added (`certificates`): equal content, equal tag.
+    Without extras the tag is what it always was."""
     extra = [base or "", *(f"{key}={value}" for key, value in sorted((args or {}).items()))]
     extra += [f"context:{key}={tree_hash(path, skip=NOT_CONTEXT)}"
               for key, path in sorted(context_extras(folder, extra_context).items())]
+    extra += [f"certificates:{certificates}"] if certificates else []
     return f"{name}:{tree_hash(folder, *extra)[:16]}"
 
 

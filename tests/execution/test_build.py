@@ -49,17 +49,20 @@ def test_without_the_extra_folder_the_copy_fails_with_one_line(engine, base_imag
         engine.build(folder, name="challenge-test/no-kit", base=base_image)
 
 
-def test_the_offline_base_runs_the_kit_without_a_compiler(engine, base_image):
+def test_the_offline_base_runs_the_kit_without_a_compiler_and_pip_installs(engine, base_image):
     """The offline base keeps what evaluations import and drops what only builds code (gcc, g++,
-    boost, headers: half a gigabyte that scipy's pythran dependency pulls in)."""
+    boost, headers: half a gigabyte that scipy's pythran dependency pulls in); it has `python` and a pip
+    that installs, as the image it stands in for has."""
     offline = [image.id for image in engine.client.images.list(name=local_base_tag())]
     if base_image not in offline:
         pytest.skip(f"the suite runs on {base_image}, not on the offline base")
-    check = ("import numpy, scipy.ndimage, scipy.optimize, nibabel, shutil; "
-             "print([shutil.which(t) for t in ('gcc', 'g++', 'cc')])")
+    check = ("import numpy, scipy.ndimage, scipy.optimize, nibabel, shutil, pip, pathlib, sysconfig; "
+             "print([shutil.which(t) for t in ('gcc', 'g++', 'cc')]); print(shutil.which('python')); "
+             "print((pathlib.Path(sysconfig.get_path('stdlib')) / 'EXTERNALLY-MANAGED').exists())")
     outcome = engine.run(RunSpec(image=base_image, command=("python3", "-c", check)))
     assert outcome.ok, outcome.stderr_tail
-    assert outcome.stdout_tail == ["[None, None, None]"]
+    # What python:3.11-slim has, for Dockerfiles written for it: `python`, and pip allowed to install.
+    assert outcome.stdout_tail == ["[None, None, None]", "/usr/bin/python", "False"]
     assert engine.client.images.get(base_image).attrs["Size"] < 600 * 1024**2
 
 
