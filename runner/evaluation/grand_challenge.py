@@ -19,13 +19,19 @@ Algorithm containers (one job per case; grand-challenge runs one job per archive
 
 Evaluation containers:
   - /input/predictions.json: a list with one record per algorithm job: pk, inputs, outputs, status
-    ("Succeeded"), exec_duration (ISO 8601, measured by the runner), invoke_duration (null) and the
-    other serializer fields (url, api_url, algorithm_image, hanging_protocol, ...), mostly null here.
+    ("Succeeded"), exec_duration (ISO 8601, measured by the runner), started_at and completed_at (ISO
+    8601, UTC: when the runner started the job's container and had its outputs), invoke_duration
+    (null) and the other serializer fields (url, api_url, algorithm_image, hanging_protocol, ...),
+    mostly null here.
   - each input and output value is {"pk", "interface", "socket", "value", "file", "image"}: the socket
-    (title, description, slug, kind, pk, default_value, super_kind, relative_path, and the is_*_kind
-    flags) appears under both "interface" (grand-challenge's serializer) and "socket" (its newer
-    challenge pack), so evaluation code of either generation reads it; "image" is {"pk", "name"} with
-    the image file's name, "value" the JSON value of a value socket, "file" the file's name.
+    (title, description, slug, kind, pk, default_value, example_value, super_kind, relative_path,
+    overlay_segments, look_up_table, and the is_*_kind flags) appears under both "interface"
+    (grand-challenge's serializer) and "socket" (its newer challenge pack), so evaluation code of
+    either generation reads it; "image" is {"pk", "name"} with the image file's name, "value" the
+    JSON value of a value socket. "file" is where the container reading the record opens a file
+    socket's file (grand-challenge gives a URL to it; there is no network here): an output's
+    /input/<job pk>/output/<relative_path>, an input's /input/<relative_path> in inputs.json, and null
+    for a job's inputs in predictions.json (the evaluation does not get them, as on grand-challenge).
   - /input/<job pk>/output/<relative_path>: each job's outputs, exactly as the job wrote them.
   - the ground truth at /opt/ml/input/data/ground_truth/ (read-only), /output/metrics.json written.
   Job pks are UUIDs derived from the submission and the case, so a re-run names its jobs the same.
@@ -97,12 +103,13 @@ def _slug(name: str) -> str:
     return "-".join(part for part in "".join(c if c.isalnum() else "-" for c in name.lower()).split("-") if part)
 
 
-def value_records(folder: Path, sockets: list[Socket], *, owner: str) -> list[dict[str, Any]]:
-    """One value record per socket for what `folder` holds; OutputMissing for what it lacks."""
-    return [_value(folder, socket, owner=owner) for socket in sockets]
+def value_records(folder: Path, sockets: list[Socket], *, owner: str, seen_at: str | None) -> list[dict[str, Any]]:
+    """One value record per socket for what `folder` holds; OutputMissing for what it lacks. `seen_at` is
+    where the container reading the records sees `folder` (None: it does not)."""
+    return [_value(folder, socket, owner=owner, seen_at=seen_at) for socket in sockets]
 
 
-def _value(folder: Path, socket: Socket, *, owner: str) -> dict[str, Any]:
+def _value(folder: Path, socket: Socket, *, owner: str, seen_at: str | None) -> dict[str, Any]:
     kind, path = kind_of(socket), folder / socket.relative_path
     record: dict[str, Any] = {"pk": str(uuid.uuid5(NAMESPACE, f"{owner}/{socket.slug}")),
                               "interface": _socket(socket, kind), "value": None, "file": None, "image": None}
@@ -114,15 +121,16 @@ def _value(folder: Path, socket: Socket, *, owner: str) -> dict[str, Any]:
         record["value"] = _json_value(path, socket.relative_path)
     elif not path.is_file():
         raise OutputMissing(f"Output file {socket.relative_path!r} was not produced")
-    else:
-        record["file"] = socket.relative_path
+    elif seen_at is not None:
+        record["file"] = f"{seen_at}/{socket.relative_path}"
     return record
 
 
 def _socket(socket: Socket, kind: str) -> dict[str, Any]:
     return {"title": socket.slug.replace("-", " ").capitalize(), "description": "", "slug": socket.slug,
             "kind": KINDS[kind], "pk": int(uuid.uuid5(NAMESPACE, socket.slug).int % 100_000),
-            "default_value": None, "super_kind": SUPER_KINDS[kind], "relative_path": socket.relative_path,
+            "default_value": None, "example_value": None, "super_kind": SUPER_KINDS[kind],
+            "relative_path": socket.relative_path, "overlay_segments": [], "look_up_table": None,
             "is_image_kind": kind == "image", "is_panimg_kind": kind == "image", "is_dicom_image_kind": False,
             "is_json_kind": kind == "value", "is_file_kind": kind == "file"}
 
@@ -149,14 +157,20 @@ def _json_value(path: Path, relative: str) -> Any:
 
 def write_inputs_json(folder: Path, sockets: list[Socket], *, owner: str) -> None:
     """/input/inputs.json: the job's input values, as grand-challenge provisions it."""
-    (folder / INPUTS).write_text(json.dumps(value_records(folder, sockets, owner=owner), indent=2))
+    (folder / INPUTS).write_text(json.dumps(value_records(folder, sockets, owner=owner, seen_at="/input"), indent=2))
+
+
+def job_outputs(pk: str) -> str:
+    """Where a job's outputs sit under the evaluation's /input: <job pk>/output."""
+    return f"{pk}/output"
 
 
 def job_record(*, pk: str, image: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
-               wall_time_s: float | None) -> dict[str, Any]:
+               wall_time_s: float | None, started_at: str, completed_at: str) -> dict[str, Any]:
     """One entry of predictions.json, with the fields grand-challenge's JobSerializer writes."""
     return {"pk": pk, "url": None, "api_url": None, "algorithm_image": image, "inputs": inputs, "outputs": outputs,
             "status": "Succeeded", "hanging_protocol": None, "optional_hanging_protocols": [], "view_content": {},
+            "started_at": started_at, "completed_at": completed_at,
             "exec_duration": iso_duration(wall_time_s), "invoke_duration": None}
 
 

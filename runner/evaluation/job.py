@@ -275,6 +275,7 @@ class _Job:
         """Measurements of one run, its outputs collected and placed for the evaluation; reused from
         the cache if this image already ran on exactly this input."""
         produced = _writable(self.tmp / "produced" / (run.pk if run.name else "batch"))
+        started_at = _now().isoformat()
         # A trained model is part of what ran: the same image with another model is another algorithm.
         model = f"{image_id}+model:{self.model.record.model_sha256}" if self.model else image_id
         key = OutputCache.key(model, run.inputs) if self.cache else ""
@@ -282,7 +283,7 @@ class _Job:
         measured = {**cached, "reused": True} if cached is not None else self._contained_run(area, image_id, run,
                                                                                             produced)
         with _ran("algorithm", measured=measured):
-            self._place(run, produced, measured)
+            self._place(run, produced, measured, started_at=started_at)
         if self.cache and cached is None:
             self.cache.put(key, produced, record=measured)
         return measured
@@ -305,7 +306,7 @@ class _Job:
             self._collect(area, produced, f"Algorithm{_on(run)}", limits=self.config.output_limits)
         return measured
 
-    def _place(self, run: Run, produced: Path, measured: dict[str, Any]) -> None:
+    def _place(self, run: Run, produced: Path, measured: dict[str, Any], *, started_at: str) -> None:
         """Where the evaluation finds this run's outputs: merged under /input (the runner's layout),
         under /input/<case>/ (a grand-challenge algorithm scored by a runner evaluation), or under
         /input/<job pk>/output/ with a predictions.json entry (grand-challenge's evaluation layout)."""
@@ -313,9 +314,10 @@ class _Job:
             self.phase.algorithm_interface, self.phase.evaluation_interface))
         outputs = self._gc_outputs(run, produced) if gc_algorithm or gc_evaluation else []
         if gc_evaluation:
-            shutil.copytree(produced, self.predictions / run.pk / "output", dirs_exist_ok=True)
+            shutil.copytree(produced, self.predictions / gc.job_outputs(run.pk), dirs_exist_ok=True)
             self.jobs.append(gc.job_record(pk=run.pk, image=self.ref, inputs=self._gc_inputs(run), outputs=outputs,
-                                           wall_time_s=measured.get("wall_time_s")))
+                                           wall_time_s=measured.get("wall_time_s"), started_at=started_at,
+                                           completed_at=_now().isoformat()))
         elif gc_algorithm:
             shutil.copytree(produced, self.predictions / (run.name or "batch"), dirs_exist_ok=True)
         else:  # every run's outputs in one folder
@@ -327,14 +329,16 @@ class _Job:
     def _gc_outputs(self, run: Run, produced: Path) -> list[dict[str, Any]]:
         declared = self.phase.algorithm_outputs if self.phase.algorithm_interface == "grand-challenge" else ()
         try:
-            return gc.value_records(produced, gc.sockets_in(produced, declared), owner=f"{run.pk}/output")
+            return gc.value_records(produced, gc.sockets_in(produced, declared), owner=gc.job_outputs(run.pk),
+                                    seen_at=f"/input/{gc.job_outputs(run.pk)}")
         except gc.OutputMissing as exc:
             raise SubmissionFailure(f"Algorithm output refused{_on(run)}: {exc}") from None
 
     def _gc_inputs(self, run: Run) -> list[dict[str, Any]]:
         declared = self.phase.algorithm_inputs if self.phase.algorithm_interface == "grand-challenge" else ()
         try:
-            return gc.value_records(run.inputs, gc.sockets_in(run.inputs, declared), owner=f"input/{run.name}")
+            return gc.value_records(run.inputs, gc.sockets_in(run.inputs, declared), owner=f"input/{run.name}",
+                                    seen_at=None)  # the evaluation does not get a job's inputs
         except gc.OutputMissing as exc:
             raise RunnerError(f"hidden data: the input of {run.name or 'the batch'} cannot be listed ({exc})") from None
 

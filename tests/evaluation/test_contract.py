@@ -137,13 +137,18 @@ def test_a_missing_grand_challenge_output_is_refused_with_its_message(gc_phase, 
 SHOW_INPUT = """import json, pathlib
 root = pathlib.Path("/input")
 files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-shown = {"aggregates": {"dice": 1}, "predictions": json.loads((root / "predictions.json").read_text()), "files": files}
+predictions = json.loads((root / "predictions.json").read_text())
+opened = {o["file"]: pathlib.Path(o["file"]).read_text() for job in predictions for o in job["outputs"] if o["file"]}
+shown = {"aggregates": {"dice": 1}, "predictions": predictions, "files": files, "opened": opened}
 pathlib.Path("/output/metrics.json").write_text(json.dumps(shown))
 """
 
 
 def test_predictions_json_lists_each_job_as_grand_challenge_does(gc_phase, engine, base_image, gc_data, tmp_path):
     """What the evaluation container sees, shown by an evaluation that writes it into metrics.json."""
+    data = yaml.safe_load(phase_file(gc_phase).read_text())
+    data["algorithm_outputs"][1]["kind"] = "file"  # voxel-count.json: a file socket, as grand-challenge may store JSON
+    phase_file(gc_phase).write_text(yaml.safe_dump(data, sort_keys=False))
     algorithm = engine.build(IMAGES / "gc-algorithm", name="challenge-test/gc-algorithm", base=base_image)
     folder = tmp_path / "show-input"
     folder.mkdir()
@@ -168,3 +173,11 @@ def test_predictions_json_lists_each_job_as_grand_challenge_does(gc_phase, engin
     assert mask["image"]["name"] == "output.mha" and mask["interface"]["super_kind"] == "Image"
     assert f"{first['pk']}/output/images/ellipsoid-mask/output.mha" in files
     assert f"{first['pk']}/output/voxel-count.json" in files and "predictions.json" in files
+    count = next(v for v in first["outputs"] if v["socket"]["slug"] == "voxel-count")
+    assert count["socket"]["super_kind"] == "File" and count["value"] is None
+    assert count["file"] == f"/input/{first['pk']}/output/voxel-count.json"  # where the evaluation opens it
+    assert result.metrics["opened"][count["file"]].strip().isdigit()
+    assert {"example_value", "overlay_segments", "look_up_table"} <= set(count["socket"])
+    assert all(job["started_at"] <= job["completed_at"] for job in jobs)
+    assert [job["started_at"] for job in jobs] == sorted(job["started_at"] for job in jobs)  # one job after another
+    assert all(v["file"] is None for v in first["inputs"])  # the evaluation does not get a job's inputs
