@@ -96,6 +96,9 @@ class TrainingFolder:
         """A fresh start: no checkpoints, no model, no time spent. The old checkpoints are moved aside
         first (a runner that is not root may not be able to delete what the container made in them)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        # No other user of the host reaches checkpoints/ (which the container writes: a set-user-ID file
+        # planted there would run as the container's uid, and a set-group-ID one with the hidden data's group).
+        self.root.chmod(0o700)
         self.discard_checkpoints()
         shutil.rmtree(self.model, ignore_errors=True)  # the runner's own copy
         self.checkpoints.mkdir()

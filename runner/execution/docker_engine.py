@@ -63,6 +63,7 @@ CHECKOUT = "challenge-runner.checkout"  # on runs: the working folder of the run
 EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
 MEMORY_INTERVAL_S = 0.05
+MAX_IDLE_AREAS = 4  # output areas kept for reuse (a keeper container and a tmpfs each)
 READ_BUFFER = 1024**2  # outputs are read from the keeper in reads this large (tar asks for 10 KiB)
 TAIL_LINES = 50
 # runc's words when the process it was asked to start cannot be: `exec: "x": executable file not found in
@@ -218,6 +219,7 @@ class DockerEngine:
         self._removals: list[Future] = []
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self._users: dict[str, RunAs] = {}  # by image ID: an image never changes
+        self._configs: dict[str, dict[str, Any]] = {}
 
     def __enter__(self) -> DockerEngine:
         return self
@@ -360,44 +362,59 @@ class DockerEngine:
                 out.write(chunk)
 
     def run_as(self, image: str) -> RunAs:
-        """Who containers of `image` run as (see `users`). The image's own /etc/passwd and /etc/group are
-        read only when it declares a user that is not plainly root, from a container that never starts."""
+        """Who containers of `image` run as (see `users`), from its USER and its own /etc/passwd and
+        /etc/group, read from a container that never starts (the engine reads them too, at every run)."""
         if image not in self._users:
-            with engine_errors(f"looking up {image}"):
-                declared = str((self.client.images.get(image).attrs.get("Config") or {}).get("User") or "")
-            files = (None, None) if users.declares_root(declared) else self._image_files(image, "/etc/passwd",
-                                                                                          "/etc/group")
+            declared = str(self._config(image).get("User") or "")
             try:
-                self._users[image] = users.run_as(declared, passwd=files[0], group=files[1])
-            except users.UnknownUser as exc:
+                passwd, group = self._image_files(image, "/etc/passwd", "/etc/group")
+                self._users[image] = users.run_as(declared, passwd=passwd, group=group)
+            except users.RefusedUser as exc:
                 raise SandboxError(str(exc)) from None
         return self._users[image]
 
+    def _config(self, image: str) -> dict[str, Any]:
+        """The image's configuration (USER, VOLUME, ...); kept for an image ID, which never changes."""
+        if image in self._configs:
+            return self._configs[image]
+        with engine_errors(f"looking up {image}"):
+            config = self.client.images.get(image).attrs.get("Config") or {}
+        if image.startswith("sha256:"):
+            self._configs[image] = config
+        return config
+
     def _image_files(self, image: str, *paths: str) -> list[str | None]:
-        """Small text files of an image, each None where absent, not a plain file, or over FILE_MAX_BYTES."""
+        """Small text files of an image, each None where absent; RefusedUser for one that is not a plain
+        file of at most FILE_MAX_BYTES (the engine would follow a link, or read it whole)."""
         with engine_errors(f"reading {image}"):
             created = self.client.api.create_container(image, command=["/"], entrypoint=[], network_disabled=True,
                                                        labels={OWNER: self._owner})
             try:
                 return [self._image_file(created["Id"], path) for path in paths]
             finally:
-                self.client.api.remove_container(created["Id"], force=True)
+                self.client.api.remove_container(created["Id"], force=True, v=True)
 
     def _image_file(self, container: str, path: str) -> str | None:
         try:
             stream, _ = self.client.api.get_archive(container, path)
         except docker.errors.NotFound:
             return None
+        refused = users.RefusedUser(f"the image's {path} is not a plain file of at most "
+                                    f"{users.FILE_MAX_BYTES // 1024**2} MiB")
         data = bytearray()
         for chunk in stream:  # a tar of the one file: its header, the file, padding
             data += chunk
             if len(data) > users.FILE_MAX_BYTES + 4 * tarfile.BLOCKSIZE:
-                return None
-        with contextlib.suppress(tarfile.TarError), tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive:
-            member = archive.next()
-            if member is not None and member.isfile() and (content := archive.extractfile(member)) is not None:
-                return content.read(users.FILE_MAX_BYTES).decode("utf-8", errors="replace")
-        return None
+                raise refused
+        try:
+            with tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive:
+                member = archive.next()
+                content = archive.extractfile(member) if member is not None and member.isfile() else None
+                if content is None or member is None or member.size > users.FILE_MAX_BYTES:
+                    raise refused
+                return content.read().decode("utf-8", errors="replace")
+        except tarfile.TarError:
+            raise refused from None
 
     def ensure_base(self, preferred: str | None = None, *, log: Log = print) -> str:
         """The base image's ID (see `baseimage.ensure_base`), as recorded when this runner first made or found
@@ -473,8 +490,15 @@ class DockerEngine:
                 self._broken.append(area)
 
     def _pooled(self, key: tuple[int, str], area: DockerOutputArea) -> None:
+        """Back to the pool; past MAX_IDLE_AREAS the oldest kind of area is let go (each declared user of
+        each image has its own: a warm runner must not keep one per image it ever ran)."""
         with self._pool_lock:
             self._idle.setdefault(key, []).append(area)
+            while sum(map(len, self._idle.values())) > MAX_IDLE_AREAS:
+                oldest = next(k for k, areas in self._idle.items() if areas)
+                self._broken.append(self._idle[oldest].pop(0))  # closed by the next output_area() or close()
+                if not self._idle[oldest]:
+                    del self._idle[oldest]
 
     def _new_area(self, size: int, user: str) -> DockerOutputArea:
         if self.keeper_image is None:
@@ -525,7 +549,7 @@ class DockerEngine:
             self._remove_later(container)
 
     def _remove_later(self, container) -> None:
-        self._later(container.remove, force=True)
+        self._later(container.remove, force=True, v=True)  # v: anonymous volumes too, should the engine make any
 
     def _later(self, chore: Callable[..., object], *args: object, **kwargs: object) -> None:
         """Chores no job waits for (removing finished containers, emptying areas); `drain` waits."""
@@ -561,7 +585,7 @@ class DockerEngine:
             pids_limit=spec.pids,
             ulimits=[docker.types.Ulimit(name="nofile", soft=spec.open_files, hard=spec.open_files)],
             shm_size=spec.shm_size,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={spec.tmp_size}"},
+            tmpfs=self._scratch(spec, volumes),
             volumes=volumes,
             device_requests=devices,
             log_config=docker.types.LogConfig(
@@ -572,6 +596,13 @@ class DockerEngine:
             detach=True,
         )))
         return self.client.containers.prepare_model({"Id": created["Id"]})
+
+    def _scratch(self, spec: RunSpec, mounts: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+        """/tmp, and each VOLUME the image declares where nothing is mounted: tmpfs of the run's scratch size
+        (charged to its memory). The engine would make those disk-backed volumes without a size limit."""
+        taken = {mount["bind"] for mount in mounts.values()}
+        declared = [path for path in self._config(spec.image).get("Volumes") or {} if path not in taken]
+        return {path: f"rw,nosuid,nodev,size={spec.tmp_size}" for path in ["/tmp", *declared]}
 
     def _start_and_wait(self, container, spec: RunSpec) -> Outcome:
         gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)

@@ -23,8 +23,9 @@ MAX_ID = 2**31 - 1
 ROOT_NAMES = ("", "0", "root")
 
 
-class UnknownUser(ValueError):
-    """The image declares a user or group its own files do not define (the engine would refuse to start it)."""
+class RefusedUser(ValueError):
+    """The image declares a user or group its own files do not define (the engine would refuse to start it),
+    or its /etc/passwd or /etc/group could make the engine give a run another group than the runner chose."""
 
 
 @dataclass(frozen=True)
@@ -34,20 +35,17 @@ class _Entry:
     gid: int = 0
 
 
-def declares_root(declared: str) -> bool:
-    """Whether `declared` (an image's USER) is root without looking into the image: no user, 0 or root."""
-    return declared.strip().partition(":")[0] in ROOT_NAMES
-
-
 def run_as(declared: str, *, passwd: str | None, group: str | None) -> RunAs:
     """Who a container of an image declaring USER `declared` runs as, given the image's /etc/passwd and
-    /etc/group (None: absent or unreadable). UnknownUser when a name there is not defined."""
+    /etc/group (None: absent). RefusedUser when a name there is not defined, or the group file names a
+    group by a number."""
+    _no_numbered_groups(group)
     name, _, group_name = declared.strip().partition(":")
     if name in ROOT_NAMES:
         return RunAs()
     entry = _find(_entries(passwd, gid_field=True), name)
     if entry is None and not _number(name):
-        raise UnknownUser(f"the image's USER {name!r} is not in its /etc/passwd")
+        raise RefusedUser(f"the image's USER {name!r} is not in its /etc/passwd")
     uid = entry.id if entry is not None else int(name)
     if uid == 0:
         return RunAs()
@@ -57,13 +55,24 @@ def run_as(declared: str, *, passwd: str | None, group: str | None) -> RunAs:
     return RunAs(user=f"{uid}:{gid}", groups=() if str(gid) == NOBODY_GID else (NOBODY_GID,), home=None)
 
 
+def _no_numbered_groups(group: str | None) -> None:
+    """The engine looks each group it is given (the primary one, the one added) up by name before taking it
+    as a number, in the image's own /etc/group: there `65534:x:0:` would turn the hidden data's group into
+    root's, for every image, whatever user it runs as. Such a file is refused."""
+    for line in (group or "").split("\n"):
+        name = line.strip().split(":")[0]
+        if name.isascii() and name.isdigit():
+            raise RefusedUser(f"the image's /etc/group names a group {name!r}: a number, which the engine would "
+                              "read as that group's name")
+
+
 def _gid(group_name: str, group: str | None, entry: _Entry | None) -> int:
     """The declared group, else the user's own, else (a number without a passwd entry) NOBODY's group."""
     if not group_name:
         return entry.gid if entry is not None else int(NOBODY_GID)
     found = _find(_entries(group, gid_field=False), group_name)
     if found is None and not _number(group_name):
-        raise UnknownUser(f"the image's USER group {group_name!r} is not in its /etc/group")
+        raise RefusedUser(f"the image's USER group {group_name!r} is not in its /etc/group")
     return found.id if found is not None else int(group_name)
 
 

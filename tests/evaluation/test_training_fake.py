@@ -81,6 +81,7 @@ def test_trains_then_predicts_with_the_model_read_only(training_phase, fake: Fak
     assert result.training.model_sha256 == tree_hash(folder.model) == (folder.root / "model.sha256").read_text().strip()
     assert result.training.last_line == "epoch 3 loss 0.1" and result.training.resumes == 0
     assert json.loads((folder.checkpoints / "epoch.json").read_text()) == {"epoch": 3}  # kept on the runner
+    assert folder.root.stat().st_mode & 0o777 == 0o700  # no other host user reaches what the container wrote
 
 
 def test_a_trained_model_is_reused_when_the_submission_runs_again(training_phase, fake, config):

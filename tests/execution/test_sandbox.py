@@ -152,3 +152,28 @@ def test_an_image_declaring_root_however_named_runs_as_nobody(engine, declared_u
 def test_an_image_declaring_a_user_it_does_not_define_is_refused(engine, declared_user):
     with pytest.raises(SandboxError, match="the image's USER 'ghost' is not in its /etc/passwd"):
         engine.run_as(declared_user("ghost"))
+
+
+@pytest.mark.parametrize("recipe, message", [
+    ("echo '65534:x:0:' >> /etc/group", "the image's /etc/group names a group '65534'"),
+    ("mv /etc/group /etc/group.real && ln -s /etc/group.real /etc/group", "the image's /etc/group is not a plain file"),
+])
+def test_an_image_whose_group_file_could_hand_out_root_group_is_refused(engine, base_image, tmp_path, recipe, message):
+    """The engine looks groups up by name in the image's own /etc/group, even those it is given as numbers."""
+    (tmp_path / "Dockerfile").write_text(f"ARG BASE\nFROM ${{BASE}}\nRUN {recipe}\n")
+    image = engine.build(tmp_path, name="challenge-test/numbered-group", base=base_image)
+    with pytest.raises(SandboxError, match=message):
+        engine.run_as(image)
+
+
+def test_a_volume_the_image_declares_is_a_small_tmpfs_and_leaves_nothing(engine, base_image, docker_client, tmp_path):
+    (tmp_path / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nRUN mkdir /big && chmod 777 /big\nVOLUME /big\n")
+    image = engine.build(tmp_path, name="challenge-test/volume", base=base_image)
+    before = {v.name for v in docker_client.volumes.list()}
+    fill = "dd if=/dev/zero of=/big/fill bs=1M count=64 2>/dev/null; stat -c %s /big/fill; mount | grep ' /big '"
+    spec = RunSpec(image=image, command=("sh", "-c", fill), tmp_size=8 * 1024**2, user=engine.run_as(image))
+    outcome = engine.run(spec)
+    engine.drain()
+    assert outcome.stdout_tail[0] == str(8 * 1024**2)  # 64 MiB asked, 8 MiB written
+    assert outcome.stdout_tail[1].startswith("tmpfs on /big type tmpfs") and "size=8192k" in outcome.stdout_tail[1]
+    assert {v.name for v in docker_client.volumes.list()} == before  # no anonymous volume left behind

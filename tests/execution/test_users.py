@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runner.execution.sandbox import NOBODY, RunAs
-from runner.execution.users import UnknownUser, declares_root, run_as
+from runner.execution.users import RefusedUser, run_as
 
 PASSWD = """root:x:0:0:root:/root:/bin/bash
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
@@ -64,17 +64,21 @@ def test_the_first_entry_of_a_name_wins_as_with_the_engine():
     ("١٢٣", "the image's USER '١٢٣' is not in its /etc/passwd"),  # digits, but not ASCII ones
 ])
 def test_names_the_image_does_not_define_are_refused(user, message):
-    with pytest.raises(UnknownUser) as refused:
+    with pytest.raises(RefusedUser) as refused:
         declared(user)
     assert str(refused.value) == message
 
 
 def test_without_passwd_or_group_files_only_numbers_resolve():
     assert run_as("1000:1000", passwd=None, group=None).user == "1000:1000"
-    with pytest.raises(UnknownUser):
+    with pytest.raises(RefusedUser):
         run_as("user", passwd=None, group=None)
 
 
-def test_root_is_known_without_the_images_files():
-    assert declares_root("") and declares_root("root:staff") and declares_root(" 0 ")
-    assert not declares_root("toor") and not declares_root("user")
+@pytest.mark.parametrize("line", ["65534:x:0:", "  65534:x:0:", "4000:x:zz:", "0:x:0:"])
+@pytest.mark.parametrize("user", ["", "user", "4242:4000"])
+def test_a_group_named_by_a_number_is_refused_whoever_the_image_runs_as(line, user):
+    """The engine looks a group up by name first: `65534:x:0:` would give every run root's group."""
+    with pytest.raises(RefusedUser) as refused:
+        run_as(user, passwd=PASSWD, group=GROUP + line + "\n")
+    assert str(refused.value).startswith(f"the image's /etc/group names a group '{line.split(':')[0].strip()}'")
