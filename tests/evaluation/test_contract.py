@@ -3,14 +3,18 @@ cases per run, and grand-challenge.org's own algorithm and evaluation containers
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from runner.cli import main
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
+from runner.execution.sandbox import NOBODY
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, IMAGES, PHASE, phase_file, write_submission
 
@@ -181,3 +185,35 @@ def test_predictions_json_lists_each_job_as_grand_challenge_does(gc_phase, engin
     assert all(job["started_at"] <= job["completed_at"] for job in jobs)
     assert [job["started_at"] for job in jobs] == sorted(job["started_at"] for job in jobs)  # one job after another
     assert all(v["file"] is None for v in first["inputs"])  # the evaluation does not get a job's inputs
+
+
+def from_base(template: str, script: Path, base: str, dest: Path) -> Path:
+    """A grand-challenge template folder with its script, its FROM line (and nothing else) pointed at `base`."""
+    shutil.copytree(IMAGES / template, dest)
+    shutil.copy(script, dest)
+    lines = (dest / "Dockerfile").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FROM "))
+    lines[at] = f"FROM --platform=linux/amd64 {base}"
+    (dest / "Dockerfile").write_text("\n".join(lines) + "\n")
+    return dest
+
+
+def test_grand_challenge_template_containers_build_and_score_through_challenge_evaluate(
+        gc_phase, engine, base_image, data_root, gc_data, tmp_path):
+    """The published templates' way (USER user, pip install --user, python) with only FROM changed: the
+    evaluation as the challenge's evaluation folder, the algorithm as a participant builds it."""
+    evaluation = gc_phase / "challenges" / CHALLENGE / "evaluation"
+    shutil.rmtree(evaluation)
+    from_base("gc-template-evaluation", IMAGES / "gc-evaluation" / "evaluate.py", base_image, evaluation)
+    folder = from_base("gc-template-algorithm", IMAGES / "gc-algorithm" / "inference.py", base_image,
+                       tmp_path / "algorithm")
+    algorithm = engine.build(folder, name="challenge-test/gc-template-algorithm", base=None)
+    assert engine.run_as(algorithm).user not in ("0:0", NOBODY)  # it runs as its own user
+    write_submission(gc_phase, "gc", "v1", algorithm)
+    assert main(["--root", str(gc_phase), "evaluate", "--pending", "--data-root", str(gc_data),
+                 "--allow-local-images", "--base-image", base_image]) == 0
+    result = json.loads((gc_phase / "challenges" / CHALLENGE / "results" / PHASE / "gc" / "v1.json").read_text())
+    assert result["status"] == "succeeded", result.get("error")
+    expected = expected_dice(data_root)
+    got = {row["case"].removesuffix(".mha"): row["dice"] for row in result["metrics"]["results"]}
+    assert got == pytest.approx(expected, abs=1e-12)
