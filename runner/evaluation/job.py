@@ -368,7 +368,8 @@ class _Job:
 
     def _evaluation(self, image: str, truth: Path) -> RunRecord:
         what = f"evaluation image for {self.phase.challenge}/{self.phase.slug}"
-        image_id = self._run_as(self._image_id(image, what, runner=True), what, runner=True)
+        image_id = self._image_id(image, what, runner=True)
+        self._run_as(image_id, what, runner=True)
         limits = self.phase.evaluation
         spec = self._spec(image_id, (Mount(self.predictions, "/input"), Mount(truth, GROUND_TRUTH)), limits)
         scores = _writable(self.tmp / "evaluation")
@@ -399,11 +400,10 @@ class _Job:
         with _asked(what, runner=runner):
             return self.executor.image_id(ref)
 
-    def _run_as(self, image_id: str, what: str, *, runner: bool = False) -> str:
-        """Record who the containers of `image_id` run as (its areas and runs read it); the ID back."""
+    def _run_as(self, image_id: str, what: str, *, runner: bool = False) -> None:
+        """Record who the containers of `image_id` run as (its areas and runs read it)."""
         with _asked(what, runner=runner):
             self.users[image_id] = self.executor.run_as(image_id)
-        return image_id
 
     @contextlib.contextmanager
     def _area(self, limits: Limits, image_id: str):

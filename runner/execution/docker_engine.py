@@ -410,7 +410,7 @@ class DockerEngine:
             with tarfile.open(fileobj=io.BytesIO(bytes(data))) as archive:
                 member = archive.next()
                 content = archive.extractfile(member) if member is not None and member.isfile() else None
-                if content is None or member is None or member.size > users.FILE_MAX_BYTES:
+                if member is None or content is None or member.size > users.FILE_MAX_BYTES:
                     raise refused
                 return content.read().decode("utf-8", errors="replace")
         except tarfile.TarError:

@@ -260,17 +260,19 @@ def test_the_agent_itself_reads_and_empties_what_its_writer_closed(engine, behav
         assert area.channel.ask("empty").finish() == ""
 
 
-def test_the_pool_keeps_a_few_areas_not_one_per_user_ever_run(engine):
-    """Each declared user of each image has areas of its own; a warm runner lets the oldest go."""
-    from runner.execution.docker_engine import MAX_IDLE_AREAS
+def test_the_pool_keeps_a_few_areas_not_one_per_user_ever_run(engine, docker_client):
+    """Each declared user of each image has areas of its own; a warm runner lets the oldest go. Counted
+    on the engine: the tmpfs volumes this runner holds, and whose they are."""
+    from runner.execution.docker_engine import MAX_IDLE_AREAS, OWNER
 
     users = [f"{4000 + i}:{4000 + i}" for i in range(MAX_IDLE_AREAS + 2)]
     for user in users:
         with engine.output_area(1024**2, user=user):
             pass
     engine.drain()
-    idle = [user for (size, user), areas in engine._idle.items() for _ in areas if size == 1024**2]
-    assert idle == users[-MAX_IDLE_AREAS:]
-    with engine.output_area(1024**2, user=users[-1]):  # closes the ones let go
+    with engine.output_area(1024**2, user=users[-1]):  # the next job: the areas let go are removed first
         pass
-    assert not engine._broken
+    mine = docker_client.volumes.list(filters={"label": f"{OWNER}={socket.gethostname()}:{os.getpid()}"})
+    held = sorted(o["o"].split(",uid=")[1].split(",mode")[0].replace(",gid=", ":")
+                  for o in (v.attrs["Options"] for v in mine) if o["o"].startswith(f"size={1024**2},"))
+    assert held == users[-MAX_IDLE_AREAS:]
