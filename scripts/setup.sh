@@ -8,6 +8,7 @@ need=()
 command -v debootstrap >/dev/null || need+=(debootstrap)   # offline Python base image when no registry answers
 command -v chromium >/dev/null || need+=(chromium)         # the site opened in a real browser (tests/test_browser.py)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)    # stock OpenSSH checks the runner's result signatures (tests)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing system packages: ${need[*]}"
