@@ -25,7 +25,7 @@ COMMANDS = {
     "dispatch": "submissions", "runner-repo": "submissions",
     "new": "new", "try": "tryout", "data": "data",
     "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys", "runner": "warm",
-    "rerun": "reruns", "preserve": "reruns", "doctor": "doctor",
+    "rerun": "reruns", "preserve": "reruns", "doctor": "doctor", "verify": "verify", "reproduce": "verify",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 

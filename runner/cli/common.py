@@ -17,7 +17,9 @@ from rich.table import Table
 
 from runner.errors import ChallengeError
 from runner.tree.records import Keys
+from runner.tree.signing import SigningKey
 from runner.tree.store import Store
+from runner.tree.verification import Verifier
 
 ENV_STATE = "CHALLENGE_STATE_DIR"
 
@@ -35,11 +37,14 @@ def state_dir(root: Path) -> Path:
     return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
 
 
-def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True) -> Store:
+def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True, signer: SigningKey | None = None,
+               verifier: Verifier | None = None) -> Store:
     """The tree at `root`, with what a runner keeps of it in its state folder: the submissions' locks and
-    the whole results its public records withhold (read unless `copies` is False)."""
+    the whole results its public records withhold (read unless `copies` is False); results it writes are
+    signed with `signer` (`keys.runner_store`); with a `verifier`, it reads only what verifies."""
     state = state_dir(root)
-    return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies)
+    return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies, signer=signer,
+                 verifier=verifier)
 
 
 def port(text: str) -> int:

@@ -16,10 +16,13 @@ from runner.execution.sandbox import Executor
 from runner.site import serve
 from runner.site.build import build_site
 from runner.tree.records import Keys
+from runner.tree.signing import SigningKey, load_or_create, signers_line
 from runner.tree.store import Store
+from runner.tree.verification import signers_path
 
 from .common import err, out, port, stage, took
 from .evaluate import runner_executor, with_progress
+from .keys import SIGNING_KEY_FILE
 from .leaderboard import cmd_leaderboard
 from .reruns import carry, preserve
 from .site import generate_pages
@@ -42,6 +45,9 @@ RERUNS = (
     # retraining the best (NODE21, STOIC): the top 2 of the final phase trained again on more secret data
     DemoRerun("lesion-training", "final", "retrain", Choice("top", 2)),
 )
+
+
+DEMO_RUNNER = "demo-runner"  # the principal the demo's results are signed as
 
 
 def register(sub) -> None:
@@ -75,7 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
-    store = Store(workspace, keys=Keys(github_keys=lambda login: []))
+    store = Store(workspace, keys=Keys(github_keys=lambda login: []), signer=_demo_signer(workspace))
     err.print(f"demo workspace: {workspace}")
     with stage("preparing the base image"):  # built offline once per machine: about 2 minutes
         executor, base = runner_executor(args.base_image, root=workspace)
@@ -94,6 +100,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.no_serve:
         serve.serve_static(site, args.port, log=err.print)
     return 0
+
+
+def _demo_signer(workspace: Path) -> SigningKey:
+    """The demo runner's signing key (in the workspace's build/), listed in the workspace's allowed_signers,
+    so that `challenge verify --root WORKSPACE` checks the demo's results as a clone checks a real runner's."""
+    key = load_or_create(workspace / "build" / SIGNING_KEY_FILE)
+    path = signers_path(workspace)
+    listed = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if key.public not in listed:
+        path.write_text(listed + signers_line(DEMO_RUNNER, key) + "\n", encoding="utf-8")
+    return key
 
 
 def _evaluate(store: Store, *, executor: Executor, base: str) -> list[JobReport]:

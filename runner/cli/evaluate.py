@@ -34,8 +34,8 @@ from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
 from . import warm_client
-from .common import UsageError, err, open_store, out, state_dir
-from .keys import runner_keys
+from .common import UsageError, err, out, state_dir
+from .keys import runner_keys, runner_store
 
 ENV_GPUS = "CHALLENGE_GPUS"
 ENV_BUILD_CA = "CHALLENGE_BUILD_CA_CERTS"
@@ -95,7 +95,7 @@ def add_preserved_dir(parser: argparse.ArgumentParser) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     # GitHub's SSH keys seal what phases withhold; the locks are shared by the checkouts of this runner host.
-    store = open_store(args.root, keys=runner_keys())
+    store = runner_store(args.root, keys=runner_keys())
     if args.pending == bool(args.submissions):
         raise UsageError("give submission files or --pending (one of the two)")
     queue = store.pending() if args.pending else [store.submission(p) for p in args.submissions]

@@ -8,16 +8,23 @@ every result again after the recipients changed or a key rotated.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import socket
 from pathlib import Path
 
 from runner.tree.records import LOGS, SEALED, Keys, log_readers, logs_path, recipients, sealed_path, write_atomic
 from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
+from runner.tree.signing import SigningKey, load_or_create, read_key, read_signers, signers_line
+from runner.tree.store import Store
+from runner.tree.verification import signers_path
 
-from .common import UsageError, err, open_store, out
+from .common import UsageError, err, open_store, out, state_dir
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
+ENV_SIGNING_KEY = "CHALLENGE_SIGNING_KEY"
+SIGNING_KEY_FILE = "signing_key"
 RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
 
@@ -27,6 +34,11 @@ def register(sub) -> None:
     new = keys_sub.add_parser("new", help="make a publish key: print its secret (for the Actions secret) and its "
                                           "public key (for challenge.yml)")
     new.set_defaults(func=cmd_keys_new)
+    signing = keys_sub.add_parser("runner", help="this runner's signing key: make it if needed and print the "
+                                                 "allowed_signers line that lists it")
+    signing.add_argument("--name", default=socket.gethostname() or "runner",
+                         help="the principal it signs as (default: this host's name)")
+    signing.set_defaults(func=cmd_keys_runner)
     unseal_p = sub.add_parser("unseal", help="print a result whole, its sealed part opened with your key")
     unseal_p.add_argument("result", type=Path, help=RECORD)
     _identity(unseal_p)
@@ -69,6 +81,37 @@ def publish_keys() -> Keys:
     """The site's publish key from CHALLENGE_PUBLISH_KEY (the Actions secret), if it is set."""
     secret = os.environ.get(ENV_PUBLISH_KEY, "").strip()
     return Keys(identities=tuple(identities([secret]))) if secret else Keys()
+
+
+def signing_key(root: Path) -> SigningKey:
+    """The key this runner signs results with: the OpenSSH Ed25519 key file CHALLENGE_SIGNING_KEY names,
+    else signing_key in its state folder (made the first time)."""
+    named = os.environ.get(ENV_SIGNING_KEY, "").strip()
+    if named:
+        try:
+            return read_key(Path(named).read_bytes(), where=f"{ENV_SIGNING_KEY}={named}")
+        except OSError as exc:
+            raise UsageError(f"{ENV_SIGNING_KEY}={named}: cannot read it ({exc.strerror})") from None
+    return load_or_create(state_dir(root) / SIGNING_KEY_FILE)
+
+
+def runner_store(root: Path, *, keys: Keys) -> Store:
+    """The store a runner writes results into, signing them. Refused when the tree lists its runners' keys
+    and not this one: the site would refuse every result it signs."""
+    key = signing_key(root)
+    signers = read_signers(signers_path(root))
+    if signers is not None and not any(e.key == key.raw_public for e in signers.entries):
+        raise UsageError(f"this runner's signing key is not in {signers_path(root)}: add the line "
+                         f"`challenge keys runner` prints, or set {ENV_SIGNING_KEY} to a listed key")
+    return open_store(root, keys=keys, signer=key)
+
+
+def cmd_keys_runner(args: argparse.Namespace) -> int:
+    key = signing_key(args.root)
+    err.print(f"Commit this line to {signers_path(args.root.resolve()).relative_to(args.root.resolve())} so that "
+              "everyone can check what this runner signs (keep the private key where it is, never commit it):")
+    out.print(signers_line(args.name, key, valid_after=dt.datetime.now(dt.UTC)), markup=False)
+    return 0
 
 
 def cmd_keys_new(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from runner.ranking.leaderboard import combined, leaderboard
 from runner.ranking.tables import fields, fmt, records, to_csv
-from runner.tree.exclusions import exclusions
+from runner.tree.exclusions import ranking_exclusions
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.model import CombinedLeaderboard, Phase, Result
 from runner.tree.records import Keys
@@ -46,8 +46,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if spec is not None:
         return _combined(store, args, spec)
     phase = store.phase(args.challenge, args.phase)
-    board = leaderboard(phase, _results(store, args, phase), excluded=exclusions(store.paths, args.challenge,
-                                                                                   phase.slug))
+    results = _results(store, args, phase)
+    board = leaderboard(phase, results, excluded=ranking_exclusions(store.paths, phase, results))
     if args.format == "json":
         print(json.dumps(records(board), indent=2))
     elif args.format == "csv":
@@ -66,8 +66,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard) -> int:
     """A combined leaderboard of the challenge, named in place of a phase."""
     phases = [store.phase(args.challenge, slug) for slug, _ in spec.phases]
-    boards = {p.slug: leaderboard(p, _results(store, args, p), excluded=exclusions(store.paths, args.challenge, p.slug))
-              for p in phases}
+    boards = {p.slug: leaderboard(p, results, excluded=ranking_exclusions(store.paths, p, results))
+              for p in phases for results in [_results(store, args, p)]}
     rows = [{"rank": r.rank, "participant": r.participant, **dict(zip((s for s, _ in spec.phases), r.phase_ranks)),
              "combined": r.value} for r in combined(spec, boards)]
     header = ["rank", "participant", *(s for s, _ in spec.phases), "combined"]

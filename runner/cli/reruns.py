@@ -17,7 +17,7 @@ from runner.evaluation.archives import preserve_image
 from runner.evaluation.reruns import Carried, Choice, Standing
 from runner.execution.sandbox import Executor
 from runner.ranking.leaderboard import leaderboard
-from runner.tree.exclusions import exclusions
+from runner.tree.exclusions import ranking_exclusions
 from runner.tree.model import ModelError, Phase, Result, Submission
 from runner.tree.policy import visibility
 from runner.tree.store import Store
@@ -31,7 +31,7 @@ from .evaluate import (
     progress_bar,
     runner_engine,
 )
-from .keys import runner_keys
+from .keys import runner_keys, runner_store
 from .leaderboard import leaderboard_keys
 
 STYLES = {"written": "green", "kept": "dim", "conflict": "yellow"}
@@ -73,8 +73,8 @@ def positive(text: str) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     # The organizer's key ranks a withheld phase; GitHub's keys seal the new results where the target withholds.
-    store = open_store(args.root, keys=dataclasses.replace(runner_keys(),
-                                                           identities=leaderboard_keys(args).identities))
+    store = runner_store(args.root, keys=dataclasses.replace(runner_keys(),
+                                                             identities=leaderboard_keys(args).identities))
     choice = Choice("top", args.top) if args.top else Choice(args.how)
     carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice,
                     publish_selection=args.publish_selection)
@@ -110,7 +110,7 @@ def carry(store: Store, challenge: str, *, source: str, target: str, choice: Cho
 def standings(store: Store, phase: Phase, results: list[Result]) -> list[Standing]:
     """Each of `results` (the phase's) with its rank on the leaderboard they make; what an organizer
     excluded from the rankings is left out of reruns too."""
-    board = leaderboard(phase, results, excluded=exclusions(store.paths, phase.challenge, phase.slug))
+    board = leaderboard(phase, results, excluded=ranking_exclusions(store.paths, phase, results))
     ranks = {(r.participant, r.submission): r.rank for r in board.rows}
     out = {(e.result.participant, e.result.submission) for e in board.excluded}
     return [Standing(r, ranks.get((r.participant, r.submission))) for r in results

@@ -35,6 +35,7 @@ from runner.evaluation.archives import Pace, archive_image, load_preserved
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
+from runner.evaluation.provenance import provenance
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
@@ -132,16 +133,25 @@ class Run:
 
 
 def evaluate(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
-             evaluation_image: str, on_case: CaseCallback | None = None) -> Result:
-    """Run one submission and return its result (not yet written); RunnerError if the runner,
-    not the submission, failed."""
+             evaluation_image: str, evaluation_context: str | None = None,
+             on_case: CaseCallback | None = None) -> Result:
+    """Run one submission and return its result (not yet written, not yet signed); RunnerError if the
+    runner, not the submission, failed. `evaluation_context`: the digest of the evaluation image's
+    build context, which its provenance records (None: a pinned image)."""
     phase = store.phase(submission.challenge, submission.phase)
     inputs, truth = config.phase_data(phase)
+    data = {"inputs": inputs, "ground-truth": truth}
+    if phase.submission_kind == "training":
+        data["training"] = config.training_data(phase)
     created, started = store.submitted_at(submission), _now()
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
         job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
         job.run(inputs, truth, evaluation_image)
+    evaluated_by = job.runs["evaluation"].image_id if "evaluation" in job.runs else None
+    origin = provenance(submission, phase_file=store.paths.phase_file(phase.challenge, phase.slug), root=store.root,
+                        data=data, data_root=config.data_root, evaluation_image=evaluated_by or evaluation_image,
+                        evaluation_context=evaluation_context)
     return Result(
         challenge=submission.challenge, phase=submission.phase, participant=submission.participant,
         submission=submission.id, status="failed" if job.error else "succeeded",
@@ -151,6 +161,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
         logs=participant_logs(job.logs) if phase.give_algorithm_editors_job_view_permissions else None,
         runner_version=__version__,
         details=details_of(submission),  # the site lists title and links without reading submission files
+        provenance=origin,
     )
 
 

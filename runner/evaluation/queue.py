@@ -14,6 +14,7 @@ from pathlib import Path
 from runner.errors import ChallengeError, Retry
 from runner.evaluation.job import CaseCallback, RunnerConfig, RunnerError, evaluate
 from runner.evaluation.sweep import sweep
+from runner.execution.images import context_digest
 from runner.execution.sandbox import Executor, Log, SandboxError
 from runner.tree.model import Phase, Result, Submission, load_result
 from runner.tree.store import Store
@@ -43,7 +44,7 @@ class _Queue:
     retry: Retry
     on_case: CaseCallback | None
     log: Log
-    built: dict[tuple[str, str], str] = field(default_factory=dict)
+    built: dict[tuple[str, str], tuple[str, str | None]] = field(default_factory=dict)  # image, its context
 
 
 def evaluation_image(phase: Phase, store: Store, *, executor: Executor, base: str | None) -> str:
@@ -58,6 +59,13 @@ def evaluation_image(phase: Phase, store: Store, *, executor: Executor, base: st
                               extra_context={"evalkit": EVALKIT})
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
+
+
+def evaluation_context(phase: Phase, store: Store) -> str | None:
+    """The digest of the build context `evaluation_image` builds from; None for a pinned image."""
+    if phase.evaluation_image:
+        return None
+    return context_digest(store.paths.evaluation(phase.challenge), {"evalkit": EVALKIT})
 
 
 def run_jobs(submissions: Iterable[Submission], *, store: Store, executor: Executor, config: RunnerConfig,
@@ -103,6 +111,17 @@ def _run_one(submission: Submission, queue: _Queue, *, rerun: bool) -> JobReport
         return JobReport(submission.key, result.status, error, path)
 
 
+def evaluate_again(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
+                   base: str | None = None, retry: Retry = Retry(), log: Log = lambda line: None) -> Result:
+    """The submission evaluated as the queue evaluates it (the phase's evaluation image built or found, transient
+    runner failures retried), its result returned and never written: what `challenge reproduce` compares."""
+    queue = _Queue(store, executor, config, base, retry, None, log)
+    with store.lock(submission) as held:
+        if not held:
+            raise RunnerError(f"{submission.key}: another runner is evaluating it now; try again later")
+        return retry.call(lambda attempt: _attempt(submission, queue, attempt), log=log)
+
+
 def _attempt(submission: Submission, queue: _Queue, attempt: int) -> Result:
     """One try at a submission; executor failures become RunnerError (transient ones are retried)."""
     try:
@@ -111,9 +130,11 @@ def _attempt(submission: Submission, queue: _Queue, attempt: int) -> Result:
         phase = queue.store.phase(submission.challenge, submission.phase)
         key = (phase.challenge, phase.slug)
         if key not in queue.built:
-            queue.built[key] = evaluation_image(phase, queue.store, executor=queue.executor, base=queue.base)
+            queue.built[key] = (evaluation_image(phase, queue.store, executor=queue.executor, base=queue.base),
+                                evaluation_context(phase, queue.store))
+        image, context = queue.built[key]
         result = evaluate(submission, store=queue.store, executor=queue.executor, config=queue.config,
-                          evaluation_image=queue.built[key], on_case=queue.on_case)
+                          evaluation_image=image, evaluation_context=context, on_case=queue.on_case)
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
     result.attempts = attempt

@@ -53,10 +53,20 @@ def image_tag(folder: Path, *, name: str, base: str | None, args: Mapping[str, s
     joined to it and the CA bundle of that fingerprint added (`certificates`): equal content, equal tag.
     Without extras the tag is what it always was."""
     extra = [base or "", *(f"{key}={value}" for key, value in sorted((args or {}).items()))]
-    extra += [f"context:{key}={tree_hash(path, skip=NOT_CONTEXT)}"
-              for key, path in sorted(context_extras(folder, extra_context).items())]
+    extra += _extra_lines(folder, extra_context)
     extra += [f"certificates:{certificates}"] if certificates else []
     return f"{name}:{tree_hash(folder, *extra)[:16]}"
+
+
+def context_digest(folder: Path, extra_context: Mapping[str, Path] | None = None) -> str:
+    """`sha256:<hex>` of a build context: `folder` with the `extra_context` folders joined to it. What a
+    result names its evaluation by: equal digests, equal Dockerfile and code (on the base the runner gives)."""
+    return "sha256:" + tree_hash(folder, *_extra_lines(folder, extra_context), skip=NOT_CONTEXT)
+
+
+def _extra_lines(folder: Path, extra_context: Mapping[str, Path] | None) -> list[str]:
+    return [f"context:{key}={tree_hash(path, skip=NOT_CONTEXT)}"
+            for key, path in sorted(context_extras(folder, extra_context).items())]
 
 
 def context_extras(folder: Path, extra_context: Mapping[str, Path] | None) -> dict[str, Path]:

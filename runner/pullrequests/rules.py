@@ -28,7 +28,7 @@ from runner.tree.model import (
     load_submission,
     parse_time,
 )
-from runner.tree.paths import REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import CHALLENGES, REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import plural, when, window
@@ -84,6 +84,11 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
         return Verdict("unknown", None, tuple(f"{printable(path)}: this file name is not UTF-8 text; a pull "
                                               "request may name its files in UTF-8 only"
                                               for path in unreadable[:MAX_LISTED]))
+    if results := [c.path for c in proposal.changes if c.path.startswith(CHALLENGES + "/")
+                   and c.path.split("/")[2:3] == ["results"]]:
+        return Verdict("unknown", None, tuple(f"{path}: results are written and signed by the runner only; a pull "
+                                              "request may not add, change or remove one"
+                                              for path in results[:MAX_LISTED]))
     target = _target(proposal.changes)
     if target is None:
         return Verdict("unknown", None, tuple(_unknown(proposal.changes)))

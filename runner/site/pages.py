@@ -48,12 +48,13 @@ from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.facts import phase_facts, size_text
 from runner.site.reference import reference_markdown
 from runner.tree.details import submission_details, supplementary_file
-from runner.tree.exclusions import exclusions
+from runner.tree.exclusions import ranking_exclusions, short
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import (
     Challenge,
     CombinedLeaderboard,
     Phase,
+    Provenance,
     Result,
     SubmissionDetails,
 )
@@ -62,6 +63,7 @@ from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.records import write_atomic
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
+from runner.tree.verification import Check, signers_path
 
 PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
@@ -80,6 +82,45 @@ BUNDLE_OVER = 50
 
 
 @dataclass(frozen=True)
+class Trail:
+    """What a phase's pages say of where its results come from: each one's verification and provenance
+    (by participant/id), the results left out as not verifying, and the data or evaluations it changed to."""
+
+    checks: dict[str, Check]
+    origins: dict[str, Provenance]
+    refused: list[str]  # "participant/id: why"
+    changes: list[str]  # each (data manifest, evaluation) its results were scored under, if more than one
+
+    def mark(self, key: str) -> str:
+        """A leaderboard cell: verified or not, and the short data manifest and evaluation."""
+        check, origin = self.checks.get(key), self.origins.get(key)
+        verified = "✓ verified" if check and check.verified else "✗ unverified"
+        if origin is None:
+            return verified
+        return f"{verified} · data {short(origin.data_manifest)} · eval {short(origin.evaluation())}"
+
+    def verification(self, key: str) -> dict[str, Any]:
+        """What a result page says of its verification."""
+        check = self.checks.get(key)
+        if check is None:
+            return {"verified": False, "reason": "not checked"}
+        return {"verified": check.verified, "signer": check.signer, "reason": check.reason}
+
+
+def changes(results: list[Result]) -> list[str]:
+    """One line per (data manifest, evaluation) `results` were scored under, oldest first; none when one."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for result in results:
+        if result.provenance is not None:
+            key = (result.provenance.data_manifest, result.provenance.evaluation())
+            seen.setdefault(key, []).append(result.provenance.signed_at[:10])
+    if len(seen) < 2:
+        return []
+    return [f"data {short(data)}, evaluation {short(evaluation)}: {len(days)} result(s), {min(days)} to {max(days)}"
+            for (data, evaluation), days in sorted(seen.items(), key=lambda item: min(item[1]))]
+
+
+@dataclass(frozen=True)
 class PhasePage:
     """What a phase's leaderboard page and result viewer show."""
 
@@ -93,6 +134,7 @@ class PhasePage:
     details: dict[str, SubmissionDetails] = field(default_factory=dict)  # participant/id -> title, links
     supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
     bundled: bool = False  # results published as <participant>.json ({id: record}), see BUNDLE_OVER
+    trail: Trail = field(default_factory=lambda: Trail({}, {}, [], []))
 
     @property
     def method_name(self) -> str:
@@ -285,9 +327,10 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
     withheld = next((shown.note for p in phases.values() if not (shown := visibility(p, now=run.now)).scores), "")
-    rows = [] if withheld else combined(spec, {slug: leaderboard(p, store.published(challenge.slug, p, now=run.now),
-                                                             excluded=exclusions(store.paths, challenge.slug, slug))
-                                            for slug, p in phases.items()})
+    rows = [] if withheld else combined(spec, {slug: leaderboard(p, results, excluded=ranking_exclusions(store.paths, p,
+                                                                                                        results))
+                                            for slug, p in phases.items()
+                                            for results in [store.published(challenge.slug, p, now=run.now)]})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
                                                          withheld=withheld)
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
@@ -349,8 +392,14 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str
         nonlocal files
         sub = replace(run, wanted={}, left_out=[])
         used = set(run.memo.used)
-        published = store.published(phase.challenge, phase, now=run.now)
-        _phase_files(sub, challenge, phase, published)
+        checked = store.checked(phase.challenge, phase.slug)
+        refused = [(path, check) for path, _, check in checked if check and not store.publishable(check)]
+        sub.left_out += [f"{path.relative_to(store.root)}: not published, it does not verify: {check.reason}"
+                         for path, check in refused]
+        published = store.ranked(phase, [r for _, r, check in checked if store.publishable(check)], now=run.now)
+        checks = {f"{r.participant}/{r.submission}": check for _, r, check in checked if check is not None}
+        _phase_files(sub, challenge, phase, published, checks=checks,
+                     refused=[f"{path.parent.name}/{path.stem}: {check.reason}" for path, check in refused])
         files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
         digests = {str(rel): _digest(data) for rel, data in files.items()}
         return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
@@ -382,7 +431,9 @@ def _phase_key(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> s
         snapshots = []
     files: list[str] = []
     _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
-    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots}\n"
+    signers = signers_path(store.root)  # which keys verify the results
+    keys = hashlib.sha256(signers.read_bytes()).hexdigest() if signers.is_file() else "none"
+    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots} signers {keys}\n"
             + "\n".join(sorted(files)))
 
 
@@ -408,11 +459,16 @@ def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str,
             out.append(f"{name} {hashlib.sha256(Path(entry.path).read_bytes()).hexdigest()}")
 
 
-def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result]) -> None:
-    """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON."""
+def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Result], *,
+                 checks: dict[str, Check] | None = None, refused: list[str] | None = None) -> None:
+    """A phase's leaderboard page, its downloads and snapshots, its result viewer and result JSON.
+    `checks`: each result's verification (participant/id); `refused`: what was left out as not verifying."""
+    checks = checks or {}
+    origins = {f"{r.participant}/{r.submission}": r.provenance for r in results if r.provenance}
+    trail = Trail(checks, origins, refused or [], changes(results))
     folder = Path(challenge.slug, "leaderboard", phase.slug)
     shown = visibility(phase, now=run.now)
-    excluded = exclusions(run.history.store.paths, challenge.slug, phase.slug)
+    excluded = ranking_exclusions(run.history.store.paths, phase, results)
     made = Rows(phase)  # the snapshots rank mostly the same results again
     board = leaderboard(phase, results, excluded=excluded, made=made)
     viewer = Path(challenge.slug, "results", phase.slug)
@@ -425,13 +481,13 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
         page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty),
-                         details=about, supplementary=pdfs, bundled=bundled)
+                         details=about, supplementary=pdfs, bundled=bundled, trail=trail)
     else:
         status = f"succeeded — {shown.note}"
         ranked = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
         table, header = withheld_records(ranked, status), WITHHELD_FIELDS
         page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs,
-                         bundled=bundled)
+                         bundled=bundled, trail=trail)
     run.wanted[folder / "leaderboard.json"] = _json(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
     run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
@@ -442,6 +498,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         published = replace(public_record(result, phase, shown), details=about.get(key))
         extra = {"excluded": excluded[key]} if key in excluded else {}
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
+        extra |= {"verification": trail.verification(key)}
         public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs
         if bundled:
             bundles.setdefault(result.participant, {})[result.submission] = {**public, **extra}

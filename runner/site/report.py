@@ -33,7 +33,7 @@ from runner.ranking.report_data import CaseAnalysis, Participation, PhaseAnalysi
 from runner.ranking.tables import fmt
 from runner.site import templating
 from runner.site.pages import METHOD_NAMES, cell, ranking_method
-from runner.tree.exclusions import exclusions
+from runner.tree.exclusions import ranking_exclusions
 from runner.tree.model import CASE_METHODS, Challenge, Phase
 from runner.tree.policy import visibility
 from runner.tree.store import Store
@@ -162,7 +162,7 @@ def phase_section(store: Store, phase: Phase, *, samples: int, seed: int, now: d
     shown = visibility(phase, now=now)
     if not shown.scores and not whole:
         return PhaseSection(phase, None, participation(leaderboard(phase, results), results), withheld=shown.note)
-    excluded = exclusions(store.paths, phase.challenge, phase.slug)
+    excluded = ranking_exclusions(store.paths, phase, results)
     analysis = analyse_phase(phase, results, samples=samples, seed=seed, excluded=excluded)
     figures = figures_for(analysis.cases, analysis.case_metric) if analysis.cases else {}
     return PhaseSection(phase, analysis, analysis.participation, figures=figures)

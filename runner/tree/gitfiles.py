@@ -8,6 +8,7 @@ pull request through the same commit.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,3 +50,25 @@ def _added(root: Path, pathspec: str, *, first: bool) -> dict[str, Added]:
         for name in filter(None, (n.lstrip("\n") for n in names)):
             found.setdefault(name, Added(sha, at))
     return found
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a file of this content (`git hash-object`): names a file's content in any clone."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def blob_history(root: Path, rel: str) -> set[str]:
+    """Every blob id `rel` has had in the history of HEAD (one `git log`); empty outside git."""
+    done = subprocess.run(["git", "log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--",
+                           f":(literal){rel}"], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return set()
+    # Each line: ":<old mode> <new mode> <old blob> <new blob> <status>\t<path>"
+    return {line.split()[3] for line in done.stdout.splitlines() if line.startswith(":") and len(line.split()) > 4}
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit checked out at `root`, or None outside git."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None

@@ -420,6 +420,10 @@ class PhaseOptions:
     auto_publish_new_results: Annotated[Bool, meta(
         "false shows a result only once an organizer lists its participant/id in approvals/<phase>.yml.",
         gc="auto_publish_new_results")] = True
+    rank_across_data_changes: Annotated[Bool, meta(
+        "true ranks results scored on different hidden data or by a different evaluation (their provenance's "
+        "data manifest and evaluation) together; false (the default) ranks only those scored as the phase's "
+        "newest result was, and lists the others apart, unranked, saying why.")] = False
     inference_mode: Annotated[Mode, meta(
         "batch: one algorithm run over all cases; per-case: one run per case, each with algorithm_time_limit, "
         "its time and memory measured apart (runner.cases, runner.aggregates; FLARE's protocol).")] = "batch"
@@ -782,6 +786,26 @@ def details_of(submission: Submission) -> SubmissionDetails:
                              supplementary_sha256=extra.sha256 if extra else None)
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """What produced a result, as the runner saw it when it evaluated; its signature covers it all, so a
+    reader can tell which data and which evaluation made each leaderboard row (`tree.verification`)."""
+
+    submission_blob: str  # the submission file's git blob id, as the runner read it
+    phase_blob: str  # the phase file's git blob id then: its rules, windows and evaluation settings
+    algorithm: str | None  # what ran or was scored: an image digest or ID, an archive's or predictions' sha256
+    evaluation_image: str  # the ID of the image that scored it
+    evaluation_context: str | None  # sha256 of the build context it was built from (None: a pinned image)
+    data: dict[str, str]  # each hidden data folder's content hash: inputs, ground-truth, training
+    data_manifest: str  # one hash over `data`: rows are comparable when theirs are equal
+    runner_commit: str | None  # the repository commit the runner ran from (its package installs from it)
+    signed_at: str  # when the runner signed the record: the time its key must be valid at
+
+    def evaluation(self) -> str:
+        """What names the evaluation: its build context's hash, else the pinned image's ID."""
+        return self.evaluation_context or self.evaluation_image
+
+
 @dataclass
 class Result:
     """results/<phase>/<participant>/<id>.json, written by the runner only."""
@@ -806,6 +830,8 @@ class Result:
     # then sealed beside it (<id>.sealed.age) for the challenge's recipients.
     withheld: str | None = None
     details: SubmissionDetails | None = None  # the submission's title, links, ... (see SubmissionDetails)
+    provenance: Provenance | None = None  # what produced it (results written before provenance have none)
+    signature: str | None = None  # the runner's SSH signature of the rest (`tree.signing`)
 
     def without_logs(self) -> Result:
         """This result less its logs: the full logs, and each run's last stderr line (a piece of them,
@@ -824,17 +850,25 @@ class Result:
         """The record as JSON every reader takes: text that is not valid Unicode (a lone surrogate from a
         file name or an evaluation's JSON) is written as `printable` shows it, never as an escape that
         strict readers refuse (one such record once stopped every build and every review of its phase)."""
-        data = _valid_text(asdict(self))
-        for name in ("withheld", "training"):  # a result of another phase reads as it always did
+        return json.dumps(self.document(), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+    def document(self) -> dict[str, Any]:
+        """The record as its JSON file holds it: what `to_json` writes and a signature covers."""
+        data: dict[str, Any] = _valid_text(asdict(self))
+        for name in OMITTED_WHEN_NONE:  # a result of another phase, or of an older runner, reads as it did
             if data[name] is None:
                 del data[name]
-        return json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         runs = {k: RunRecord(**data[k]) if data.get(k) else None for k in ("algorithm", "evaluation", "training")}
         details = SubmissionDetails(**data["details"]) if data.get("details") else None
-        return cls(**{**data, **runs, "details": details})
+        provenance = Provenance(**data["provenance"]) if data.get("provenance") else None
+        return cls(**{**data, **runs, "details": details, "provenance": provenance})
+
+
+OMITTED_WHEN_NONE = ("withheld", "training", "provenance", "signature")
 
 
 def scored_document(result: Result) -> dict[str, Any]:

@@ -23,11 +23,12 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.tree.model import Challenge, Result
 from runner.tree.sealing import SSH_KINDS, Identity, Recipient, SealError, recipient, seal, unseal
+from runner.tree.signing import SigningKey, canonical
 
 GITHUB = "github:"
 SEALED, LOGS = ".sealed.age", ".logs.age"
@@ -80,13 +81,22 @@ def local_path(withheld: Path, root: Path, public: Path) -> Path:
     return withheld / public.relative_to(root)
 
 
-def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Keys, participants: list[str]) -> None:
-    """The sealed record, and the logs sealed to `participants` (GitHub logins) where there are logs;
-    nothing when the challenge names nobody to seal to (the runner's local copy keeps it all)."""
+def signed(result: Result, key: SigningKey | None) -> Result:
+    """`result` with the runner's signature of everything else in it (`tree.signing`); as it is without a key."""
+    if key is None:
+        return result
+    unsigned = replace(result, signature=None)
+    return replace(unsigned, signature=key.sign(canonical(unsigned.document())))
+
+
+def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Keys, participants: list[str],
+                 signer: SigningKey | None = None) -> None:
+    """The sealed record (signed by `signer`), and the logs sealed to `participants` (GitHub logins) where
+    there are logs; nothing when the challenge names nobody to seal to (the runner's local copy keeps it all)."""
     everyone = recipients(challenge, keys, publish=True)
     if not everyone:
         return
-    whole = result.without_logs()
+    whole = signed(result.without_logs(), signer)
     write_atomic(sealed_path(public), seal(whole.to_json().encode(), everyone))
     if result.logs and (readers := log_readers(challenge, keys, participants)):
         write_atomic(logs_path(public), seal(json.dumps(result.logs, indent=2).encode(), readers))

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import fcntl
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -29,14 +30,16 @@ from runner.tree.model import (
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
 from runner.tree.policy import Visibility, public_record, ranked_record, visibility, withholds
-from runner.tree.records import Keys, local_path, read_local, read_sealed, write_atomic, write_sealed
+from runner.tree.records import Keys, local_path, read_local, read_sealed, signed, write_atomic, write_sealed
+from runner.tree.signing import SigningKey
+from runner.tree.verification import Check, Verifier
 
 
 class Store:
     """Reads `<root>/challenges/` and writes results into it."""
 
     def __init__(self, root: Path, *, keys: Keys = Keys(), locks: Path | None = None, withheld: Path | None = None,
-                 copies: bool = True):
+                 copies: bool = True, signer: SigningKey | None = None, verifier: Verifier | None = None):
         self.root = root.resolve()
         # Submission locks and whole results: in the runner host's state folder when it has one
         # (CHALLENGE_STATE_DIR: checkouts share it, and a workflow's cleaned checkout loses nothing there).
@@ -46,6 +49,9 @@ class Store:
         self.paths = TreePaths(self.root)
         self.base = self.paths.base
         self.keys = keys  # to seal results, and to open sealed ones (an organizer's or the publish key)
+        self.signer = signer  # the runner's key: every record it writes is signed with it
+        # The site's: results that do not verify are never read as results (`publishable`), once the tree lists keys.
+        self.verifier = verifier
 
     # --- challenges and phases -------------------------------------------------------------
 
@@ -122,9 +128,22 @@ class Store:
         return self.local(self.result_path(submission)) or self.result(submission)
 
     def results(self, slug: str, phase: str) -> list[Result]:
-        """The phase's results: whole where the store's keys open their sealed part, else as public."""
-        folder = self.paths.results(slug, phase)
-        return [self.read_result(p) for p in sorted(folder.glob("*/*.json"))]
+        """The phase's results: whole where the store's keys open their sealed part, else as public; with a
+        verifier, only those it lets through (`publishable`)."""
+        return [result for _, result, check in self.checked(slug, phase) if self.publishable(check)]
+
+    def checked(self, slug: str, phase: str) -> list[tuple[Path, Result, Check | None]]:
+        """Each of the phase's result files, the result read from it, and its verification (None without a
+        verifier)."""
+        paths = sorted(self.paths.results(slug, phase).glob("*/*.json"))
+        read = [(path, self.read_result(path)) for path in paths]
+        verifier = self.verifier
+        return [(path, result, verifier.check(result, path) if verifier else None) for path, result in read]
+
+    def publishable(self, check: Check | None) -> bool:
+        """Whether a result with this verification may be read as a result: always without a verifier or
+        in a tree that lists no runner keys (its pages then show it unverified), else only when it verified."""
+        return check is None or check.verified or self.verifier is None or not self.verifier.enforced
 
     def read_result(self, path: Path) -> Result:
         public = load_result(path)
@@ -177,13 +196,16 @@ class Store:
         each file through a temporary file and a rename, so a reader never sees half of one."""
         path = self.result_path(submission)
         phase = self.phase(submission.challenge, submission.phase)
+        if self.signer is not None and result.provenance is not None:
+            signing = (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds")
+            result = replace(result, provenance=replace(result.provenance, signed_at=signing))
         public = public_record(result, phase, self.visibility(phase, result, now=now))
         if withholds(phase) or public != result:  # the runner keeps the whole result (git-ignored)
-            write_atomic(local_path(self.withheld, self.root, path), result.to_json().encode())
+            write_atomic(local_path(self.withheld, self.root, path), signed(result, self.signer).to_json().encode())
         if withholds(phase):
             write_sealed(path, result, challenge=self.challenge(submission.challenge), keys=self.keys,
-                         participants=self.logins(submission.challenge, submission.participant))
-        write_atomic(path, public.to_json().encode())
+                         participants=self.logins(submission.challenge, submission.participant), signer=self.signer)
+        write_atomic(path, signed(public, self.signer).to_json().encode())
         return path
 
     def logins(self, slug: str, participant: str) -> list[str]:

@@ -170,6 +170,33 @@
     });
   }
 
+  // Where the result comes from, as the runner signed it, and whether the record still verifies.
+  var ORIGIN = [["data_manifest", "Data manifest"], ["evaluation_context", "Evaluation build context"],
+    ["evaluation_image", "Evaluation image"], ["algorithm", "Algorithm"], ["submission_blob", "Submission file (git blob)"],
+    ["phase_blob", "Phase file (git blob)"], ["runner_commit", "Runner commit"], ["signed_at", "Signed at"]];
+
+  function provenance(view, result) {
+    var v = isRecord(result.verification) ? result.verification : { verified: false, reason: "not checked" };
+    add(view, "h3", "Provenance");
+    add(view, "p", v.verified ? "Verified: signed by the runner " + v.signer + ", and its provenance matches the repository."
+      : "Not verified: " + (v.reason || "no reason given") + ".", "result-verification " + (v.verified ? "verified" : "unverified"));
+    var p = isRecord(result.provenance) ? result.provenance : null;
+    if (!p) return;
+    var table = add(view, "table", undefined, "result-provenance");
+    var body = table.createTBody();
+    ORIGIN.forEach(function (f) {
+      if (p[f[0]] === null || p[f[0]] === undefined) return;
+      var tr = body.insertRow();
+      tr.insertCell().textContent = f[1];
+      add(tr.insertCell(), "code", String(p[f[0]]));
+    });
+    if (isRecord(p.data)) Object.keys(p.data).forEach(function (k) {
+      var tr = body.insertRow();
+      tr.insertCell().textContent = "Hidden data: " + k;
+      add(tr.insertCell(), "code", String(p.data[k]));
+    });
+  }
+
   function render(view, result, board, o) {
     view.textContent = "";
     add(view, "h2", result.participant + " / " + result.submission);
@@ -183,6 +210,7 @@
     else if (board && result.status === "succeeded" && !o.withheld) standing(view, board, result, o);
     if (result.metrics) metrics(view, result.metrics, o.places);
     runs(view, result, o.places);
+    provenance(view, result);
   }
 
   function load(view) {

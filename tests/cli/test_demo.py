@@ -39,6 +39,30 @@ def test_demo_no_serve(tmp_path, base_image, capsys):
     retrained = (site / "lesion-training" / "leaderboard" / "retrain" / "index.html").read_text()
     assert "logistic-v1" in retrained and "prior-v1" in retrained and "slow-v1" not in retrained  # the top 2
 
+    # Every result is signed by the demo's runner key and verifies; one edited digit does not, and the
+    # site build (what publish.yml runs) leaves that result out and names it.
+    capsys.readouterr()
+    assert main(["--root", str(workspace), "verify"]) == 0
+    assert "verified" in capsys.readouterr().out
+    assert smoothed["provenance"]["data_manifest"].startswith("sha256:")
+    assert smoothed["provenance"]["evaluation_context"].startswith("sha256:")
+    # The same image and evaluation run again on the runner give the same metrics.
+    assert main(["--root", str(workspace), "reproduce", str(results / "alice" / "smoothed-v1.json"),
+                 "--data-root", str(workspace / "data-root"), "--allow-local-images",
+                 "--base-image", base_image]) == 0
+    assert "reproduced: all" in capsys.readouterr().out
+    record = results / "alice" / "smoothed-v1.json"
+    kept = record.read_text()
+    dice = f"{smoothed['metrics']['aggregates']['dice']['mean']!r}"
+    record.write_text(kept.replace(dice, dice[:-1] + ("1" if dice[-1] != "1" else "2"), 1))
+    assert main(["--root", str(workspace), "verify"]) == 1
+    assert f"{PHASE}/alice/smoothed-v1.json: the signature does not match" in capsys.readouterr().out
+    assert main(["--root", str(workspace), "build"]) == 0
+    assert "smoothed-v1.json: not published, it does not verify" in capsys.readouterr().err
+    html = (workspace / "build" / "site" / CHALLENGE / "leaderboard" / PHASE / "index.html").read_text()
+    assert "Results left out: they do not verify" in html and "alice/smoothed-v1: the signature" in html
+    record.write_text(kept)
+
     # Running it again resumes: nothing is evaluated twice.
     capsys.readouterr()
     assert main(["--root", str(REPO), "demo", "--no-serve", "--workspace", str(workspace),

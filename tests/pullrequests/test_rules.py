@@ -91,6 +91,14 @@ def test_a_submission_that_also_edits_a_page_is_refused(github, repo):
                     "request adds one file and changes nothing else")
 
 
+def test_a_pull_request_that_adds_or_edits_a_result_is_refused(github, repo):
+    result = f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"
+    line = refused(github, repo, {sub(): text(), result: '{"status": "succeeded"}\n'})
+    assert line == f"{result}: results are written and signed by the runner only; a pull request may not add, " \
+                   "change or remove one"
+    assert refused(github, repo, {result: '{"status": "succeeded"}\n'}) == line  # nor with no submission
+
+
 def test_changing_an_existing_submission_is_refused(github, repo):
     first, _ = judge(github, repo, {sub("bob"): text()}, author="bob")
     assert first.merged

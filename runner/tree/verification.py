@@ -1,0 +1,101 @@
+"""Whether a result is what the runner wrote: its signature, and its provenance against the tree.
+
+One home for the question, asked by `challenge verify`, by the site build (which publishes only what
+verifies, once the tree lists its runners' keys) and by the pages that show each row's verification.
+A result verifies when it carries provenance, a runner key in `challenges/allowed_signers` that was
+valid when it signed made its signature over the record as it is now, the record sits at the path its
+fields name, and its provenance agrees with the tree: the submission file is the one evaluated, and
+the phase file it names is one the phase file has been in git's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.tree.gitfiles import blob_history, blob_id
+from runner.tree.model import Result, parse_time
+from runner.tree.paths import TreePaths
+from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, read_signers
+
+
+@dataclass(frozen=True)
+class Check:
+    """One record's verification: `signer` (the allowed_signers principal) when it verified, else `reason`."""
+
+    signer: str | None = None
+    reason: str = ""
+
+    @property
+    def verified(self) -> bool:
+        return self.signer is not None
+
+
+@dataclass
+class Verifier:
+    """Checks records of one tree; reads allowed_signers once and each phase file's history once."""
+
+    root: Path
+    signers: Signers | None = None
+    _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, root: Path) -> Verifier:
+        """SigningError when the tree's allowed_signers cannot be read (a typo must not pass every record)."""
+        return cls(root, read_signers(signers_path(root)))
+
+    @property
+    def enforced(self) -> bool:
+        """Whether the tree lists its runners' keys: then only what verifies is published."""
+        return self.signers is not None
+
+    def check(self, result: Result, path: Path | None = None) -> Check:
+        """`result` as read from the public record at `path` (or from the whole record sealed beside it)."""
+        if result.signature is None:
+            return Check(reason="not signed by a runner")
+        if result.provenance is None:
+            return Check(reason="carries no provenance")
+        if self.signers is None:
+            return Check(reason=f"the tree has no challenges/{ALLOWED_SIGNERS} to check its signature against")
+        try:
+            signer = self.signers.verify(result.document(), when=parse_time(result.provenance.signed_at))
+        except (BadSignature, ValueError) as exc:
+            return Check(reason=str(exc))
+        if path is not None and (moved := self._moved(result, path)):
+            return Check(reason=moved)
+        return self._agrees(result) or Check(signer=signer)
+
+    def _moved(self, result: Result, path: Path) -> str:
+        paths = TreePaths(self.root)
+        named = paths.result_file(result.challenge, result.phase, result.participant, result.submission)
+        return "" if path.absolute() == named.absolute() else f"its record names another place: {named}"
+
+    def _agrees(self, result: Result) -> Check | None:
+        """Why the provenance disagrees with the tree, or None."""
+        assert result.provenance is not None
+        paths = TreePaths(self.root)
+        submission = paths.submission_file(result.challenge, result.phase, result.participant, result.submission)
+        try:
+            now = blob_id(submission.read_bytes())
+        except OSError:
+            return Check(reason=f"its submission file {submission.relative_to(self.root)} is not in the tree")
+        if now != result.provenance.submission_blob:
+            return Check(reason=f"its submission file is not the one the runner evaluated (blob "
+                                f"{result.provenance.submission_blob[:12]}, now {now[:12]})")
+        phase = paths.phase_file(result.challenge, result.phase)
+        if result.provenance.phase_blob not in self._phase_history(phase):
+            return Check(reason=f"the phase file it was evaluated under (blob {result.provenance.phase_blob[:12]}) "
+                                f"is not in the history of {phase.relative_to(self.root)}")
+        return None
+
+    def _phase_history(self, phase: Path) -> set[str]:
+        if phase not in self._phase_blobs:
+            found = blob_history(self.root, str(phase.relative_to(self.root)))
+            if phase.is_file():
+                found.add(blob_id(phase.read_bytes()))  # as it is now, committed or not
+            self._phase_blobs[phase] = found
+        return self._phase_blobs[phase]
+
+
+def signers_path(root: Path) -> Path:
+    return TreePaths(root).base / ALLOWED_SIGNERS

@@ -1,0 +1,141 @@
+"""Signed results checked against the tree: the store signs what it writes; `challenge verify`, the site
+build and the pages all ask `tree.verification` whether a record is as the runner made it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.tree.gitfiles import blob_id
+from runner.tree.model import Provenance, Result
+from runner.tree.signing import new_key, signers_line
+from runner.tree.store import Store
+from runner.tree.verification import Verifier, signers_path
+from tests.helpers import CHALLENGE, NOW, PHASE, commit, phase_file, write_submission
+
+WHEN = "2026-03-01T10:00:00+00:00"
+
+
+def evaluated(repo: Path, store: Store, participant: str, dice: float, *, data: str = "sha256:" + "d" * 64,
+              now: dt.datetime | None = None) -> Path:
+    """A submission and its result as the runner writes it: with provenance, signed by the store's key."""
+    path = write_submission(repo, participant, "v1", f"ghcr.io/{participant}/a@sha256:{'a' * 64}")
+    origin = Provenance(submission_blob=blob_id(path.read_bytes()), phase_blob=blob_id(phase_file(repo).read_bytes()),
+                        algorithm=f"ghcr.io/{participant}/a@sha256:{'a' * 64}", evaluation_image="sha256:" + "e" * 64,
+                        evaluation_context="sha256:" + "c" * 64, data={"ground-truth": data}, data_manifest=data,
+                        runner_commit=None, signed_at="")
+    return store.write_result(store.submission(path), Result(
+        challenge=CHALLENGE, phase=PHASE, participant=participant, submission="v1", status="succeeded",
+        created_at=WHEN, started_at=WHEN, finished_at=WHEN, metrics={"aggregates": {"dice": {"mean": dice}}},
+        provenance=origin), now=now)
+
+
+@pytest.fixture
+def signed_repo(repo) -> Path:
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(repo, signer=key)
+    for participant, dice in (("alice", 0.91), ("bob", 0.84)):
+        evaluated(repo, store, participant, dice)
+    return repo
+
+
+def tamper(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_what_the_runner_wrote_verifies_and_an_edited_digit_does_not(signed_repo):
+    verifier = Verifier.of(signed_repo)
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
+    check = verifier.check(Store(signed_repo).read_result(record), record)
+    assert check.verified and check.signer == "gpu-1"
+    tamper(record, "0.91", "0.97")
+    check = verifier.check(Store(signed_repo).read_result(record), record)
+    assert not check.verified and "changed after the runner signed it" in check.reason
+
+
+def test_provenance_must_agree_with_the_tree(signed_repo):
+    subprocess.run(["git", "init", "-q"], cwd=signed_repo, check=True)
+    commit(signed_repo, WHEN)
+    store, verifier = Store(signed_repo), Verifier.of(signed_repo)
+    results = signed_repo / "challenges" / CHALLENGE / "results" / PHASE
+    # A record copied under another participant's name names its own place.
+    (results / "carol").mkdir()
+    (results / "carol" / "v1.json").write_text((results / "alice" / "v1.json").read_text())
+    assert "names another place" in verifier.check(store.read_result(results / "carol" / "v1.json"),
+                                                   results / "carol" / "v1.json").reason
+    # The submission file edited after its evaluation.
+    submission = signed_repo / "challenges" / CHALLENGE / "submissions" / PHASE / "bob" / "v1.yml"
+    submission.write_text(submission.read_text() + "title: swapped\n")
+    assert "not the one the runner evaluated" in Verifier.of(signed_repo).check(
+        store.read_result(results / "bob" / "v1.json"), results / "bob" / "v1.json").reason
+    # An evaluation under a phase file the phase never had.
+    phase_file(signed_repo).write_text(phase_file(signed_repo).read_text() + "\n# edited\n")
+    commit(signed_repo, WHEN, "phase edited")
+    tamper(phase_file(signed_repo), "# edited", "# edited again")
+    assert Verifier.of(signed_repo).check(store.read_result(results / "alice" / "v1.json"),
+                                          results / "alice" / "v1.json").verified  # the first version is in history
+
+
+def test_verify_command_names_each_file_that_fails(signed_repo, capsys):
+    assert main(["--root", str(signed_repo), "verify"]) == 0
+    assert "2 result(s) verified" in capsys.readouterr().out
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json"
+    tamper(record, "0.84", "0.94")
+    assert main(["--root", str(signed_repo), "verify"]) == 1
+    captured = capsys.readouterr()
+    assert f"challenges/{CHALLENGE}/results/{PHASE}/bob/v1.json: the signature does not match" in captured.out
+    assert "1 of 2 result(s) do not verify" in captured.err
+
+
+def test_the_site_publishes_only_what_verifies_and_says_which(signed_repo):
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json"
+    tamper(record, "0.84", "0.99")
+    config = SiteConfig.read(signed_repo)
+    left: list[str] = []
+    pages.generate(Store(signed_repo, verifier=Verifier.of(signed_repo)), config.stage, config.templates,
+                   config.assets, log=left.append)
+    assert left == [f"challenges/{CHALLENGE}/results/{PHASE}/bob/v1.json: not published, it does not verify: the "
+                    "signature does not match the record: it was changed after the runner signed it"]
+    board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "| alice |" in board and "| bob |" not in board
+    assert "Results left out: they do not verify" in board and "bob/v1: the signature does not match" in board
+    assert "✓ verified · data dddddddddddd · eval cccccccccccc" in board
+    shown = json.loads((config.stage / CHALLENGE / "results" / PHASE / "alice" / "v1.json").read_text())
+    assert shown["verification"] == {"verified": True, "signer": "gpu-1", "reason": ""}
+    assert shown["provenance"]["data_manifest"] == "sha256:" + "d" * 64
+
+
+def test_without_allowed_signers_results_show_unverified(signed_repo):
+    signers_path(signed_repo).unlink()
+    config = SiteConfig.read(signed_repo)
+    pages.generate(Store(signed_repo, verifier=Verifier.of(signed_repo)), config.stage, config.templates,
+                   config.assets)
+    board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "| alice |" in board and "| bob |" in board and "✗ unverified" in board
+
+
+def test_results_scored_on_other_data_rank_apart(repo):
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(repo, signer=key)
+    evaluated(repo, store, "alice", 0.95, data="sha256:" + "1" * 64, now=NOW)
+    # The newest: the hidden data changed since alice's.
+    evaluated(repo, store, "bob", 0.84, data="sha256:" + "2" * 64, now=NOW + dt.timedelta(days=1))
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets)
+    board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "The hidden data or the evaluation changed during this phase" in board
+    assert "data 111111111111, evaluation cccccccccccc: 1 result(s)" in board
+    assert "data 222222222222, evaluation cccccccccccc: 1 result(s)" in board
+    excluded = board.split("## Excluded results")[1]
+    assert "| alice |" in excluded and "scored on other hidden data" in excluded
