@@ -801,6 +801,16 @@ class Provenance:
     runner_commit: str | None  # the repository commit the runner ran from (its package installs from it)
     signed_at: str  # when the runner signed the record: the time its key must be valid at
 
+    def __post_init__(self) -> None:
+        """Text where text is meant: a record edited by hand must fail to load, not fail a page later."""
+        for name, value in vars(self).items():
+            optional = name in ("algorithm", "evaluation_context", "runner_commit")
+            if name == "data":
+                if not isinstance(value, dict) or not all(isinstance(x, str) for item in value.items() for x in item):
+                    raise TypeError("provenance.data must map names to text")
+            elif not (isinstance(value, str) or (optional and value is None)):
+                raise TypeError(f"provenance.{name} must be text")
+
     def evaluation(self) -> str:
         """What names the evaluation: its build context's hash, else the pinned image's ID."""
         return self.evaluation_context or self.evaluation_image
@@ -1130,7 +1140,10 @@ def _encodable(text: str) -> bool:
 
 def load_result(path: Path) -> Result:
     try:
-        result = Result.from_dict(orjson.loads(path.read_bytes()))  # orjson: a build reads thousands, 4x faster
+        data = orjson.loads(path.read_bytes())  # orjson: a build reads thousands, 4x faster
+        if not isinstance(data, dict):
+            raise ModelError(path, None, None, "not a result record: not a JSON object")
+        result = Result.from_dict(data)
     except json.JSONDecodeError as exc:
         raise ModelError(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
     except TypeError as exc:

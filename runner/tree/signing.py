@@ -242,6 +242,8 @@ def _entry(line: str, number: int, source: str) -> Allowed:
     if unknown:
         raise SigningError(f"{where}: option {sorted(unknown)[0]!r} is not supported (namespaces, valid-after and "
                            "valid-before are)")
+    if bare := [name for name, value in options.items() if value is None]:
+        raise SigningError(f"{where}: option {bare[0]!r} needs a value (name=\"...\")")
     after, before = _time(options.get("valid-after"), where), _time(options.get("valid-before"), where)
     kind, _, rest = rest.partition(" ")
     if kind != ED25519:

@@ -59,8 +59,10 @@ class Verifier:
             return Check(reason=f"the tree has no challenges/{ALLOWED_SIGNERS} to check its signature against")
         try:
             signer = self.signers.verify(result.document(), when=parse_time(result.provenance.signed_at))
-        except (BadSignature, ValueError) as exc:
+        except BadSignature as exc:
             return Check(reason=str(exc))
+        except (ValueError, TypeError) as exc:  # a hand-made record: its time, or a field, is not what we write
+            return Check(reason=f"not a record the runner wrote ({exc})")
         if path is not None and (moved := self._moved(result, path)):
             return Check(reason=moved)
         return self._agrees(result) or Check(signer=signer)
@@ -75,6 +77,8 @@ class Verifier:
         assert result.provenance is not None
         paths = TreePaths(self.root)
         submission = paths.submission_file(result.challenge, result.phase, result.participant, result.submission)
+        if submission.is_symlink() or not submission.is_file():  # a link may point anywhere (/dev/zero)
+            return Check(reason=f"its submission file {submission.relative_to(self.root)} is not in the tree")
         try:
             now = blob_id(submission.read_bytes())
         except OSError:

@@ -98,6 +98,7 @@ def test_a_key_for_another_namespace_signs_no_result():
     ('gpu-1 valid-after="2026" ssh-ed25519 AAAA', "line 2: '2026' is not a time"),
     ('gpu-1 cert-authority ssh-ed25519 AAAA', "line 2: option 'cert-authority' is not supported"),
     ('gpu-1 namespaces="x ssh-ed25519 AAAA', "quote is not closed"),
+    ("gpu-1 valid-before ssh-ed25519 AAAA", "line 2: option 'valid-before' needs a value"),
 ])
 def test_allowed_signers_errors_name_the_line(line, message):
     with pytest.raises(SigningError, match=message):

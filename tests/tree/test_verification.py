@@ -139,3 +139,17 @@ def test_results_scored_on_other_data_rank_apart(repo):
     assert "data 222222222222, evaluation cccccccccccc: 1 result(s)" in board
     excluded = board.split("## Excluded results")[1]
     assert "| alice |" in excluded and "scored on other hidden data" in excluded
+
+
+def test_hand_made_records_fail_to_verify_and_never_stop_the_check(signed_repo):
+    results = signed_repo / "challenges" / CHALLENGE / "results" / PHASE
+    record = json.loads((results / "alice" / "v1.json").read_text())
+    record["provenance"]["signed_at"] = 12
+    (results / "alice" / "v1.json").write_text(json.dumps(record))
+    (results / "bob" / "v1.json").write_text("[1, 2]")
+    assert main(["--root", str(signed_repo), "verify"]) == 1
+    # A submission file that links elsewhere is never read.
+    submission = signed_repo / "challenges" / CHALLENGE / "submissions" / PHASE / "bob" / "v1.yml"
+    submission.unlink()
+    submission.symlink_to("/dev/zero")
+    assert main(["--root", str(signed_repo), "verify"]) == 1
