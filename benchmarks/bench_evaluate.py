@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.evaluation.queue import EVALKIT
+from runner.evaluation.queue import EVALUATION_CONTEXT
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.sandbox import Executor
 
@@ -108,7 +108,7 @@ def main() -> None:
         image = write_tree(root, base, engine)
         write_data(data_root)
         evaluation = engine.build(root / "challenges" / CHALLENGE / "evaluation", name=f"challenge-eval/{CHALLENGE}",
-                                  base=base, extra_context={"evalkit": EVALKIT})  # the image the runner builds
+                                  base=base, extra_context=EVALUATION_CONTEXT)  # the image the runner builds
         ours(root, data_root, base)  # warm: images built, caches of the engine filled
         figures = {}
         for mode, runs in (("batch", 1), ("per-case", CASES)):

@@ -100,9 +100,10 @@ def runner_store(root: Path, *, keys: Keys) -> Store:
     and not this one: the site would refuse every result it signs."""
     key = signing_key(root)
     signers = read_signers(signers_path(root))
-    if signers is not None and not any(e.key == key.raw_public for e in signers.entries):
-        raise UsageError(f"this runner's signing key is not in {signers_path(root)}: add the line "
-                         f"`challenge keys runner` prints, or set {ENV_SIGNING_KEY} to a listed key")
+    if signers is not None and not signers.allows(key, when=dt.datetime.now(dt.UTC)):
+        raise UsageError(f"{signers_path(root)}: no line lets this runner's signing key sign results now (listed, "
+                         f"valid today, namespace challenge-result): add the line `challenge keys runner` prints, "
+                         f"or set {ENV_SIGNING_KEY} to a listed key")
     return open_store(root, keys=keys, signer=key)
 
 

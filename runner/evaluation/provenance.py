@@ -15,6 +15,7 @@ import secrets
 from functools import cache
 from pathlib import Path
 
+from runner.evaluation.failures import RunnerError
 from runner.execution.images import tree_hash
 from runner.tree.gitfiles import blob_id, head_commit
 from runner.tree.model import Provenance, Submission
@@ -57,20 +58,36 @@ def manifest(hashes: dict[str, str]) -> str:
 
 
 def data_key(data_root: Path) -> bytes:
-    """The data root's hashing key, made (mode 0600) the first time it is needed."""
+    """The data root's hashing key, made (mode 0600) the first time it is needed. RunnerError, naming the
+    file and its fix, when it cannot be read or made: every submission waits rather than go unhashed."""
     path = data_root / DATA_KEY
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return _read_key(path)
     except FileNotFoundError:
         pass
-    data_root.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another runner process made it first
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return _read_key(path)
+    except OSError as exc:
+        raise RunnerError(f"{path}: cannot make the hidden data's hashing key ({exc.strerror}); make it once as the "
+                          "data's owner: python3 -c 'import secrets; print(secrets.token_hex(32))' > "
+                          f"{path} && chmod 600 {path}, readable by the runner") from None
     key = secrets.token_bytes(32)
     with os.fdopen(fd, "w") as handle:
         handle.write(key.hex() + "\n")
+    return key
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise RunnerError(f"{path}: not a readable hashing key of 64 hex digits ({exc})") from None
+    if len(key) < 16:
+        raise RunnerError(f"{path}: the hashing key is {len(key)} bytes; it must hold at least 16 (32 are made)")
     return key
 
 

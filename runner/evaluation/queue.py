@@ -22,6 +22,7 @@ from runner.tree.store import Store
 # The evaluation kit joins every evaluation image's build context as `evalkit/`, so an organizer's
 # Dockerfile can `COPY evalkit /opt/evaluation/evalkit` (a path, not an import: evalkit stands alone).
 EVALKIT = Path(__file__).resolve().parents[1] / "evalkit"
+EVALUATION_CONTEXT = {"evalkit": EVALKIT}  # what joins the organizers' folder in every evaluation build
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def evaluation_image(phase: Phase, store: Store, *, executor: Executor, base: st
         raise RunnerError(f"{phase.challenge}/{phase.slug}: no evaluation_image and no {folder}/Dockerfile")
     try:
         return executor.build(folder, name=f"challenge-eval/{phase.challenge}", base=base,
-                              extra_context={"evalkit": EVALKIT})
+                              extra_context=EVALUATION_CONTEXT)
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
 
@@ -65,7 +66,7 @@ def evaluation_context(phase: Phase, store: Store) -> str | None:
     """The digest of the build context `evaluation_image` builds from; None for a pinned image."""
     if phase.evaluation_image:
         return None
-    return context_digest(store.paths.evaluation(phase.challenge), {"evalkit": EVALKIT})
+    return context_digest(store.paths.evaluation(phase.challenge), EVALUATION_CONTEXT)
 
 
 def run_jobs(submissions: Iterable[Submission], *, store: Store, executor: Executor, config: RunnerConfig,

@@ -63,7 +63,7 @@ from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.records import write_atomic
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
-from runner.tree.verification import Check, signers_path
+from runner.tree.verification import Check
 
 PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
@@ -431,10 +431,13 @@ def _phase_key(run: _Run, store: Store, challenge: Challenge, phase: Phase) -> s
         snapshots = []
     files: list[str] = []
     _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
-    signers = signers_path(store.root)  # which keys verify the results
-    keys = hashlib.sha256(signers.read_bytes()).hexdigest() if signers.is_file() else "none"
-    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots} signers {keys}\n"
+    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=run.now)!r} {snapshots} {_signers(store)}\n"
             + "\n".join(sorted(files)))
+
+
+def _signers(store: Store) -> str:
+    """Which runner keys the store verifies results with: part of every key of what shows results."""
+    return f"signers {store.verifier.digest if store.verifier else 'unchecked'}"
 
 
 def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
@@ -556,7 +559,7 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
                     for r in run.history.results(snap, files)]
             rows = records(leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made))
             return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
-        key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)}"
+        key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)} {_signers(store)}"
         run.wanted[folder / "history" / f"{snap.day}.json"] = run.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 

@@ -88,6 +88,7 @@ class History:
         self._commits: list[_Commit] | None = None
         self._head_states: dict[str, State] | None = None
         self._by_phase: dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]] | None = None
+        self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -233,9 +234,16 @@ class History:
                 yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
 
     def _results(self, state: State) -> list[Result]:
+        """The results of `state` the store admits (with a verifier: those that verify), each file's
+        verdict taken once per blob: snapshots share most of their files."""
         self._read(set(state.values()))
-        found = (self._blobs[state[path]] for path in sorted(state))
-        return [result for result in found if result is not None]
+        found = ((path, state[path], self._blobs[state[path]]) for path in sorted(state))
+        return [result for path, blob, result in found if result is not None and self._admits(path, blob, result)]
+
+    def _admits(self, path: str, blob: str, result: Result) -> bool:
+        if (path, blob) not in self._admitted:
+            self._admitted[path, blob] = self.store.admits(result, self.store.root / path)
+        return self._admitted[path, blob]
 
     def _read(self, blobs: set[str]) -> None:
         missing = [blob for blob in blobs if blob not in self._blobs]

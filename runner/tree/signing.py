@@ -159,6 +159,12 @@ class Signers:
 
     entries: tuple[Allowed, ...] = ()
     source: str = ""
+    digest: str = ""  # sha256 of the file's text: what a cache of verdicts is keyed on
+
+    def allows(self, key: SigningKey, *, when: dt.datetime) -> bool:
+        """Whether `key` may sign results at `when` (a runner checks its own key before it signs anything)."""
+        return any(e.key == key.raw_public and e.valid_at(when) and (e.namespaces is None or NAMESPACE in e.namespaces)
+                   for e in self.entries)
 
     def verify(self, document: dict[str, Any], *, when: dt.datetime) -> str:
         """The principals of the key that signed `document` (valid at `when`); BadSignature says why not."""
@@ -214,7 +220,7 @@ def parse_signers(text: str, *, source: str) -> Signers:
         if not line or line.startswith("#"):
             continue
         entries.append(_entry(line, number, source))
-    return Signers(tuple(entries), source)
+    return Signers(tuple(entries), source, hashlib.sha256(text.encode()).hexdigest())
 
 
 def signers_line(principal: str, key: SigningKey, *, valid_after: dt.datetime | None = None) -> str:

@@ -140,6 +140,10 @@ class Store:
         verifier = self.verifier
         return [(path, result, verifier.check(result, path) if verifier else None) for path, result in read]
 
+    def admits(self, result: Result, path: Path) -> bool:
+        """Whether a record read from `path` (now, or from git history) may be read as a result (`publishable`)."""
+        return self.publishable(self.verifier.check(result, path) if self.verifier else None)
+
     def publishable(self, check: Check | None) -> bool:
         """Whether a result with this verification may be read as a result: always without a verifier or
         in a tree that lists no runner keys (its pages then show it unverified), else only when it verified."""

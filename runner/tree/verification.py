@@ -45,6 +45,11 @@ class Verifier:
         return cls(root, read_signers(signers_path(root)))
 
     @property
+    def digest(self) -> str:
+        """What its verdicts depend on beside the records and the tree: the allowed_signers text."""
+        return self.signers.digest if self.signers else "none"
+
+    @property
     def enforced(self) -> bool:
         """Whether the tree lists its runners' keys: then only what verifies is published."""
         return self.signers is not None

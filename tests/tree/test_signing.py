@@ -113,3 +113,11 @@ def test_the_runner_key_is_made_once_private(tmp_path):
     path.write_text("not a key")
     with pytest.raises(SigningError, match="not an unencrypted OpenSSH private key"):
         load_or_create(path)
+
+
+def test_a_runner_key_is_allowed_only_while_its_line_lets_it_sign():
+    key = new_key()
+    signers = parse_signers(f'gpu-1 namespaces="challenge-result",valid-before="20260301Z" {key.public}', source="s")
+    assert signers.allows(key, when=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
+    assert not signers.allows(key, when=WHEN)
+    assert not signers.allows(new_key(), when=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))

@@ -153,3 +153,22 @@ def test_hand_made_records_fail_to_verify_and_never_stop_the_check(signed_repo):
     submission.unlink()
     submission.symlink_to("/dev/zero")
     assert main(["--root", str(signed_repo), "verify"]) == 1
+
+
+def test_history_and_the_leaderboard_command_leave_out_what_does_not_verify(signed_repo, capsys):
+    subprocess.run(["git", "init", "-q"], cwd=signed_repo, check=True)
+    commit(signed_repo, "2026-03-01T12:00:00+00:00")
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json"
+    tamper(record, "0.84", "0.99")
+    commit(signed_repo, "2026-03-02T12:00:00+00:00", "bob's score edited by hand")
+    config = SiteConfig.read(signed_repo)
+    pages.generate(Store(signed_repo, verifier=Verifier.of(signed_repo)), config.stage, config.templates,
+                   config.assets)
+    history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
+    before = json.loads((history / "2026-03-01.json").read_text())["rows"]
+    after = json.loads((history / "2026-03-02.json").read_text())["rows"]
+    assert [r["participant"] for r in before] == ["alice", "bob"]
+    assert [r["participant"] for r in after] == ["alice"]
+    for as_of in ([], ["--as-of", "2026-03-02"]):
+        assert main(["--root", str(signed_repo), "leaderboard", CHALLENGE, PHASE, "--format", "json", *as_of]) == 0
+        assert [r["participant"] for r in json.loads(capsys.readouterr().out)] == ["alice"]
