@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from runner.execution.measure import GpuUnreadable, nvml_gpus
-from runner.tree.model import Result, RunRecord
+from runner.tree.gitfiles import blob_id
+from runner.tree.model import Provenance, Result, RunRecord
 from runner.tree.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,6 +97,21 @@ def add_result(repo: Path, participant: str, sub_id: str, dice: float | None, st
         algorithm=RunRecord(image=f"ghcr.io/{participant}/a@{DIGEST}", exit_code=0, wall_time_s=1.0,
                             cases=None if cases is None else {f"case-{i:03d}": {"wall_time_s": 1.5 + i}
                                                               for i in range(len(cases))})))
+
+
+def add_signed_result(repo: Path, store: Store, participant: str, dice: float, *,
+                      data: str = "sha256:" + "d" * 64, now: dt.datetime | None = None) -> Path:
+    """A submission and its result as the runner writes it: with provenance, signed by the store's key."""
+    path = write_submission(repo, participant, "v1", f"ghcr.io/{participant}/a@sha256:{'a' * 64}")
+    origin = Provenance(submission_blob=blob_id(path.read_bytes()), phase_blob=blob_id(phase_file(repo).read_bytes()),
+                        algorithm=f"ghcr.io/{participant}/a@sha256:{'a' * 64}", evaluation_image="sha256:" + "e" * 64,
+                        evaluation_context="sha256:" + "c" * 64, data={"ground-truth": data}, data_manifest=data,
+                        runner_commit=None, signed_at="")
+    return store.write_result(store.submission(path), Result(
+        challenge=CHALLENGE, phase=PHASE, participant=participant, submission="v1", status="succeeded",
+        created_at="2026-03-01T10:00:00+00:00", started_at="2026-03-01T10:00:00+00:00",
+        finished_at="2026-03-01T10:00:00+00:00", metrics={"aggregates": {"dice": {"mean": dice}}},
+        provenance=origin), now=now)
 
 
 def commit(repo: Path, when: str, message: str = "results") -> None:

@@ -13,28 +13,12 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
-from runner.tree.gitfiles import blob_id
-from runner.tree.model import Provenance, Result
 from runner.tree.signing import new_key, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
-from tests.helpers import CHALLENGE, NOW, PHASE, commit, phase_file, write_submission
+from tests.helpers import CHALLENGE, NOW, PHASE, add_signed_result, commit, phase_file
 
 WHEN = "2026-03-01T10:00:00+00:00"
-
-
-def evaluated(repo: Path, store: Store, participant: str, dice: float, *, data: str = "sha256:" + "d" * 64,
-              now: dt.datetime | None = None) -> Path:
-    """A submission and its result as the runner writes it: with provenance, signed by the store's key."""
-    path = write_submission(repo, participant, "v1", f"ghcr.io/{participant}/a@sha256:{'a' * 64}")
-    origin = Provenance(submission_blob=blob_id(path.read_bytes()), phase_blob=blob_id(phase_file(repo).read_bytes()),
-                        algorithm=f"ghcr.io/{participant}/a@sha256:{'a' * 64}", evaluation_image="sha256:" + "e" * 64,
-                        evaluation_context="sha256:" + "c" * 64, data={"ground-truth": data}, data_manifest=data,
-                        runner_commit=None, signed_at="")
-    return store.write_result(store.submission(path), Result(
-        challenge=CHALLENGE, phase=PHASE, participant=participant, submission="v1", status="succeeded",
-        created_at=WHEN, started_at=WHEN, finished_at=WHEN, metrics={"aggregates": {"dice": {"mean": dice}}},
-        provenance=origin), now=now)
 
 
 @pytest.fixture
@@ -43,7 +27,7 @@ def signed_repo(repo) -> Path:
     signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
     store = Store(repo, signer=key)
     for participant, dice in (("alice", 0.91), ("bob", 0.84)):
-        evaluated(repo, store, participant, dice)
+        add_signed_result(repo, store, participant, dice)
     return repo
 
 
@@ -128,9 +112,9 @@ def test_results_scored_on_other_data_rank_apart(repo):
     key = new_key()
     signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
     store = Store(repo, signer=key)
-    evaluated(repo, store, "alice", 0.95, data="sha256:" + "1" * 64, now=NOW)
+    add_signed_result(repo, store, "alice", 0.95, data="sha256:" + "1" * 64, now=NOW)
     # The newest: the hidden data changed since alice's.
-    evaluated(repo, store, "bob", 0.84, data="sha256:" + "2" * 64, now=NOW + dt.timedelta(days=1))
+    add_signed_result(repo, store, "bob", 0.84, data="sha256:" + "2" * 64, now=NOW + dt.timedelta(days=1))
     config = SiteConfig.read(repo)
     pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets)
     board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
