@@ -51,10 +51,10 @@ def test_an_unchanged_phase_comes_from_the_cache(scored, monkeypatch):
     first = generate(scored, cache=cache)
     computed = pages._phase_files
 
-    def only_sealed(run, challenge, phase, results):  # a phase that withholds is always computed (_phase_key)
+    def only_sealed(run, challenge, phase, results, **shown):  # a phase that withholds is always computed (_phase_key)
         if not withholds(phase):
             pytest.fail("an unchanged phase was computed again")
-        computed(run, challenge, phase, results)
+        computed(run, challenge, phase, results, **shown)
     monkeypatch.setattr(pages, "_phase_files", only_sealed)
     assert generate(scored, cache=cache) == first
 
