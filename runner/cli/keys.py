@@ -16,14 +16,23 @@ from pathlib import Path
 
 from runner.tree.records import LOGS, SEALED, Keys, log_readers, logs_path, recipients, sealed_path, write_atomic
 from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
-from runner.tree.signing import SigningKey, load_or_create, read_key, read_signers, signers_line
+from runner.tree.signing import (
+    MAX_SIGNERS_BYTES,
+    Signers,
+    SigningKey,
+    load_or_create,
+    parse_signers,
+    read_key,
+    signers_line,
+)
 from runner.tree.store import Store
-from runner.tree.verification import signers_path
+from runner.tree.verification import Verifier, signers_path, trusted_signers
 
 from .common import UsageError, err, open_store, out, state_dir
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
 ENV_SIGNING_KEY = "CHALLENGE_SIGNING_KEY"
+ENV_ALLOWED_SIGNERS = "CHALLENGE_ALLOWED_SIGNERS"
 SIGNING_KEY_FILE = "signing_key"
 RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
@@ -83,6 +92,33 @@ def publish_keys() -> Keys:
     return Keys(identities=tuple(identities([secret]))) if secret else Keys()
 
 
+def pinned_signers(file: Path | None = None) -> Signers | None:
+    """The runner keys pinned outside the tree: allowed_signers lines in `file` (`--signers`), else in
+    CHALLENGE_ALLOWED_SIGNERS (publish.yml passes the Actions variable: a writer of the repository can edit
+    challenges/allowed_signers, not the repository's variables)."""
+    if file is not None:
+        try:
+            data = file.read_bytes()[:MAX_SIGNERS_BYTES + 1]
+        except OSError as exc:
+            raise UsageError(f"--signers {file}: cannot read it ({exc.strerror})") from None
+        try:
+            text, source = data.decode("utf-8"), str(file)
+        except UnicodeDecodeError:
+            raise UsageError(f"--signers {file}: not UTF-8 text") from None
+    else:
+        text, source = os.environ.get(ENV_ALLOWED_SIGNERS, ""), ENV_ALLOWED_SIGNERS
+    if not text.strip():  # an Actions variable that is not set reads as empty
+        return None
+    if len(text.encode()) > MAX_SIGNERS_BYTES:
+        raise UsageError(f"{source}: more than an allowed-signers file needs")
+    return parse_signers(text, source=source)
+
+
+def tree_verifier(root: Path, *, signers: Path | None = None) -> Verifier:
+    """What checks the results of the tree at `root`, trusting the pinned keys where there are some."""
+    return Verifier.of(root, pinned=pinned_signers(signers))
+
+
 def signing_key(root: Path) -> SigningKey:
     """The key this runner signs results with: the OpenSSH Ed25519 key file CHALLENGE_SIGNING_KEY names,
     else signing_key in its state folder (made the first time)."""
@@ -99,9 +135,9 @@ def runner_store(root: Path, *, keys: Keys) -> Store:
     """The store a runner writes results into, signing them. Refused when the tree lists its runners' keys
     and not this one: the site would refuse every result it signs."""
     key = signing_key(root)
-    signers = read_signers(signers_path(root))
+    signers = trusted_signers(root, pinned=pinned_signers())
     if signers is not None and not signers.allows(key, when=dt.datetime.now(dt.UTC)):
-        raise UsageError(f"{signers_path(root)}: no line lets this runner's signing key sign results now (listed, "
+        raise UsageError(f"{signers.source}: no line lets this runner's signing key sign results now (listed, "
                          f"valid today, namespace challenge-result): add the line `challenge keys runner` prints, "
                          f"or set {ENV_SIGNING_KEY} to a listed key")
     return open_store(root, keys=keys, signer=key)

@@ -17,9 +17,9 @@ from runner.tree.model import CombinedLeaderboard, Phase, Result
 from runner.tree.records import Keys
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
-from runner.tree.verification import Verifier
 
 from .common import UsageError, open_store, print_table
+from .keys import tree_verifier
 
 
 def register(sub) -> None:
@@ -42,7 +42,7 @@ def leaderboard_keys(args: argparse.Namespace) -> Keys:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     keys = leaderboard_keys(args)
     # With a key, whole results only where it opens them: the runner's own copies open to no key.
-    store = open_store(args.root, keys=keys, copies=not keys.identities, verifier=Verifier.of(args.root))
+    store = open_store(args.root, keys=keys, copies=not keys.identities, verifier=tree_verifier(args.root))
     spec = next((c for c in store.challenge(args.challenge).combined_leaderboards if c.slug == args.phase), None)
     if spec is not None:
         return _combined(store, args, spec)

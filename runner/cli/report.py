@@ -10,9 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from runner.site.build import SiteConfig
 from runner.site.report import build_report, write_report
-from runner.tree.verification import Verifier
 
 from .common import err, open_store, out
+from .keys import tree_verifier
 from .leaderboard import leaderboard_keys
 
 
@@ -39,7 +39,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         task = bar.add_task("report", total=None)
         keys = leaderboard_keys(args)
         # A key sees only what it opens; what does not verify is left out, as the site leaves it out.
-        store = open_store(root, keys=keys, copies=not keys.identities, verifier=Verifier.of(root))
+        store = open_store(root, keys=keys, copies=not keys.identities, verifier=tree_verifier(root))
         report = build_report(store, args.challenge, phases=args.phase, samples=args.samples,
                               whole=bool(keys.identities),
                               seed=args.seed, progress=lambda done, total, what: bar.update(

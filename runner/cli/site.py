@@ -7,10 +7,9 @@ from pathlib import Path
 
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
-from runner.tree.verification import Verifier
 
 from .common import err, open_store, out, port
-from .keys import publish_keys
+from .keys import publish_keys, tree_verifier
 
 
 def register(sub) -> None:
@@ -27,7 +26,7 @@ def register(sub) -> None:
 def generate_pages(root: Path) -> SiteConfig:
     """The staging folder, with what the phases allow now unsealed when the publish key is set."""
     config = SiteConfig.read(root)
-    store = open_store(root, keys=publish_keys(), verifier=Verifier.of(root))  # publishes only what verifies
+    store = open_store(root, keys=publish_keys(), verifier=tree_verifier(root))  # publishes only what verifies
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
     builder_config(config)  # the navigation just generated, for `mkdocs serve` as for builds

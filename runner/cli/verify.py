@@ -18,7 +18,7 @@ from runner.tree.verification import Check, Verifier
 
 from .common import UsageError, err, open_store, out, stage
 from .evaluate import add_runner_options, runner_config, runner_executor
-from .keys import publish_keys, runner_keys
+from .keys import publish_keys, runner_keys, tree_verifier
 from .leaderboard import leaderboard_keys
 
 
@@ -27,6 +27,9 @@ def register(sub) -> None:
     v.add_argument("path", nargs="?", type=Path, help="a result file or a folder of them (default: challenges/)")
     v.add_argument("--identity", "-i", type=Path, help="also check the sealed records this key opens (an "
                    "organizer's key; or the publish key in $CHALLENGE_PUBLISH_KEY)")
+    v.add_argument("--signers", type=Path, help="trust the runner keys in this allowed_signers file, got apart from "
+                   "the repository (default: $CHALLENGE_ALLOWED_SIGNERS, else challenges/allowed_signers); the "
+                   "tree's file must then list the same keys")
     v.set_defaults(func=cmd_verify)
     r = sub.add_parser("reproduce", help="evaluate a result's submission again on this runner and compare "
                                          "every metric with the recorded one")
@@ -41,7 +44,7 @@ def register(sub) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    verifier = Verifier.of(root)
+    verifier = tree_verifier(root, signers=args.signers)
     keys = leaderboard_keys(args) if args.identity else publish_keys()
     store = open_store(root, keys=keys, copies=False)
     paths = _records(args.path.resolve() if args.path else store.base)

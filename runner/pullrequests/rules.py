@@ -84,8 +84,7 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
         return Verdict("unknown", None, tuple(f"{printable(path)}: this file name is not UTF-8 text; a pull "
                                               "request may name its files in UTF-8 only"
                                               for path in unreadable[:MAX_LISTED]))
-    if results := [c.path for c in proposal.changes if c.path.startswith(CHALLENGES + "/")
-                   and c.path.split("/")[2:3] == ["results"]]:
+    if results := [path for c in proposal.changes for path in (c.path, c.previous) if _result(path)]:
         return Verdict("unknown", None, tuple(f"{path}: results are written and signed by the runner only; a pull "
                                               "request may not add, change or remove one"
                                               for path in results[:MAX_LISTED]))
@@ -97,6 +96,11 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
         return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
     refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
     return Verdict("submission", target.path, refusals, () if refusals else tuple(_notes(store, proposal, target)))
+
+
+def _result(path: str | None) -> bool:
+    """Whether `path` lies in a challenge's results (a rename's old path counts: it removes a result)."""
+    return path is not None and path.startswith(CHALLENGES + "/") and path.split("/")[2:3] == ["results"]
 
 
 def _utf8(path: str) -> bool:

@@ -148,6 +148,11 @@ class Allowed:
     valid_before: dt.datetime | None = None
     line: int = 0
 
+    @property
+    def grant(self) -> tuple[object, ...]:
+        """What the line allows, apart from where it stands: two files grant alike when these agree."""
+        return (self.principals, self.key, self.namespaces, self.valid_after, self.valid_before)
+
     def valid_at(self, when: dt.datetime) -> bool:
         return ((self.valid_after is None or when >= self.valid_after)
                 and (self.valid_before is None or when < self.valid_before))

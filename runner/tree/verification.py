@@ -2,10 +2,14 @@
 
 One home for the question, asked by `challenge verify`, by the site build (which publishes only what
 verifies, once the tree lists its runners' keys) and by the pages that show each row's verification.
-A result verifies when it carries provenance, a runner key in `challenges/allowed_signers` that was
-valid when it signed made its signature over the record as it is now, the record sits at the path its
+A result verifies when it carries provenance, a trusted runner key that was valid when it signed made its
+signature over the record as it is now, the record sits at the path its
 fields name, and its provenance agrees with the tree: the submission file is the one evaluated, and
 the phase file it names is one the phase file has been in git's history.
+
+The trusted keys are `challenges/allowed_signers`, unless they are pinned outside the tree (publish.yml
+passes the repository's Actions variable, which a writer of the repository cannot set): then the file must
+list the same keys, so that a key added by hand, or the file deleted, stops the build instead of passing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from runner.tree.gitfiles import blob_history, blob_id
 from runner.tree.model import Result, parse_time
 from runner.tree.paths import TreePaths
-from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, read_signers
+from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, SigningError, read_signers
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,9 @@ class Verifier:
     _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, root: Path) -> Verifier:
-        """SigningError when the tree's allowed_signers cannot be read (a typo must not pass every record)."""
-        return cls(root, read_signers(signers_path(root)))
+    def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
+        """SigningError when the trusted keys cannot be known (see `trusted_signers`)."""
+        return cls(root, trusted_signers(root, pinned=pinned))
 
     @property
     def digest(self) -> str:
@@ -108,3 +112,31 @@ class Verifier:
 
 def signers_path(root: Path) -> Path:
     return TreePaths(root).base / ALLOWED_SIGNERS
+
+
+def trusted_signers(root: Path, *, pinned: Signers | None = None) -> Signers | None:
+    """The keys whose signatures count: `pinned` when given, else the tree's allowed_signers; None when there
+    are none (a tree whose runners sign nothing yet). SigningError when the file cannot be read (a typo must
+    not pass every record), when it lists other keys than the pin, or when it was deleted from a tree whose
+    history has it: each would let results through that no trusted runner signed."""
+    path = signers_path(root)
+    listed = read_signers(path)
+    if pinned is not None:
+        if listed is not None and (why := _differs(listed, pinned)):
+            raise SigningError(f"{path}: {why} than the keys pinned in {pinned.source}: update one to match the "
+                               "other (a key added to the tree alone is never trusted)")
+        return pinned
+    if listed is None and blob_history(root, str(path.relative_to(root))):
+        raise SigningError(f"{path}: deleted, though the tree's history has it: without it every result would "
+                           "publish unverified. Restore it (`git log -- challenges/allowed_signers` shows its "
+                           "last version), or pin the keys in the CHALLENGE_ALLOWED_SIGNERS variable")
+    return listed
+
+
+def _differs(listed: Signers, pinned: Signers) -> str:
+    """How `listed` departs from `pinned`, or '' when they grant the same keys the same rights."""
+    extra = [e for e in listed.entries if e.grant not in {p.grant for p in pinned.entries}]
+    if extra:
+        return "lists other keys or validity (line " + ", ".join(str(e.line) for e in extra) + ")"
+    missing = len({p.grant for p in pinned.entries} - {e.grant for e in listed.entries})
+    return f"lists {missing} fewer key line(s)" if missing else ""

@@ -97,6 +97,9 @@ def test_a_pull_request_that_adds_or_edits_a_result_is_refused(github, repo):
     assert line == f"{result}: results are written and signed by the runner only; a pull request may not add, " \
                    "change or remove one"
     assert refused(github, repo, {result: '{"status": "succeeded"}\n'}) == line  # nor with no submission
+    # Renaming a result away removes it: the old path counts.
+    moved = Proposal("alice", (Change(sub(), "added"), Change("notes/v1.json", "renamed", result)), lambda _: text())
+    assert check(Store(repo), moved, now=NOW).problems == (line,)
 
 
 def test_changing_an_existing_submission_is_refused(github, repo):

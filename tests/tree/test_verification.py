@@ -156,3 +156,39 @@ def test_history_and_the_leaderboard_command_leave_out_what_does_not_verify(sign
     for as_of in ([], ["--as-of", "2026-03-02"]):
         assert main(["--root", str(signed_repo), "leaderboard", CHALLENGE, PHASE, "--format", "json", *as_of]) == 0
         assert [r["participant"] for r in json.loads(capsys.readouterr().out)] == ["alice"]
+
+
+def test_keys_pinned_outside_the_tree_outrank_what_a_writer_commits(signed_repo, capsys, monkeypatch, tmp_path):
+    pinned = signers_path(signed_repo).read_text()
+    monkeypatch.setenv("CHALLENGE_ALLOWED_SIGNERS", pinned)
+    assert main(["--root", str(signed_repo), "verify"]) == 0
+    capsys.readouterr()
+    # A writer adds their own key to the tree's file: the build stops and says which line.
+    forger = new_key()
+    signers_path(signed_repo).write_text(pinned + signers_line("laptop", forger) + "\n")
+    assert main(["--root", str(signed_repo), "build"]) == 1
+    assert ("lists other keys or validity (line 2) than the keys pinned in CHALLENGE_ALLOWED_SIGNERS"
+            in capsys.readouterr().err)
+    # Deleting the file does not switch verification off either: the pin still holds.
+    signers_path(signed_repo).unlink()
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json"
+    add_signed_result(signed_repo, Store(signed_repo, signer=forger), "mallory", 0.99)
+    assert main(["--root", str(signed_repo), "verify"]) == 1
+    out = capsys.readouterr().out
+    assert "mallory/v1.json: signed by a key that CHALLENGE_ALLOWED_SIGNERS does not list" in out
+    assert "bob" not in out and record.exists()
+    # A reader checks against keys got apart from the repository.
+    monkeypatch.delenv("CHALLENGE_ALLOWED_SIGNERS")
+    (tmp_path / "trusted").write_text(pinned)
+    assert main(["--root", str(signed_repo), "verify", "--signers", str(tmp_path / "trusted")]) == 1
+    assert "mallory/v1.json" in capsys.readouterr().out
+
+
+def test_a_deleted_allowed_signers_stops_the_build_instead_of_publishing_unverified(signed_repo, capsys):
+    subprocess.run(["git", "init", "-q"], cwd=signed_repo, check=True)
+    commit(signed_repo, WHEN)
+    signers_path(signed_repo).unlink()
+    commit(signed_repo, WHEN, "allowed_signers removed")
+    for command in (["build"], ["verify"]):
+        assert main(["--root", str(signed_repo), *command]) == 1
+        assert "allowed_signers: deleted, though the tree's history has it" in capsys.readouterr().err
