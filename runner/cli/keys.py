@@ -140,7 +140,7 @@ def runner_store(root: Path, *, keys: Keys) -> Store:
         raise UsageError(f"{signers.source}: no line lets this runner's signing key sign results now (listed, "
                          f"valid today, namespace challenge-result): add the line `challenge keys runner` prints, "
                          f"or set {ENV_SIGNING_KEY} to a listed key")
-    return open_store(root, keys=keys, signer=key)
+    return open_store(root, keys=keys, signer=key, verifier=Verifier(root, signers))  # reruns carry what verifies
 
 
 def cmd_keys_runner(args: argparse.Namespace) -> int:

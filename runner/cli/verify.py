@@ -85,8 +85,12 @@ def _checks(path: Path, store: Store, verifier: Verifier) -> list[tuple[str, Che
         public = load_result(path)
     except ChallengeError as exc:
         return [("public", Check(reason=str(exc)))]
-    found = [("public", verifier.check(public, path))]
-    if public.withheld and (whole := read_sealed(path, store.keys)) is not None:
+    found = [("public", verifier.check_current(public, path))]
+    try:
+        whole = read_sealed(path, store.keys) if public.withheld else None
+    except ChallengeError as exc:
+        return [*found, ("sealed", Check(reason=str(exc)))]
+    if whole is not None:
         found.append(("sealed", verifier.check(whole, path)))
     return found
 

@@ -4,7 +4,8 @@ Each check is a `Check`: ok; warn (it may still work, and the line says why not 
 cannot be evaluated here, or its hidden data is exposed), with the fix whenever it is not ok. In order:
 the engine (reachable, its version and runtimes); GPUs, where a phase needs them (NVML, the NVIDIA
 runtime, a GPU seen inside a container run the way the runner runs them); each phase's hidden data
-(there, readable by the containers' user, writable by its owner alone); free disk for the output
+(there, readable by the containers' user, writable by its owner alone) and the key that hashes it for
+each result's provenance; free disk for the output
 cache and the state folder; keys (the runner's age identity where pending submissions are encrypted to
 it, and whom withheld results are sealed to); and the registries phases name (credentials for private
 images).
@@ -27,6 +28,7 @@ from runner.errors import ChallengeError
 from runner.evaluation.archives import ENV_RUNNER_KEY
 from runner.evaluation.failures import RunnerError
 from runner.evaluation.job import ARCHIVE_MAX_BYTES, RunnerConfig
+from runner.evaluation.provenance import DATA_KEY, read_data_key
 from runner.execution.measure import GpuUnreadable, nvml_gpus
 from runner.execution.sandbox import NOBODY, EngineInfo, Executor, Log, RunSpec, SandboxError, last_line
 from runner.tree.model import Phase
@@ -183,7 +185,26 @@ def data_checks(phases: Sequence[Phase], config: RunnerConfig) -> list[Check]:
     if not config.data_root.is_dir():
         return [Check("data", "fail", f"the hidden data root {config.data_root} is not a folder",
                       fix=f"make it, with each phase's hidden data (the layout: {GUIDE})")]
-    return [_phase_data(phase, config) for phase in phases]
+    return [_phase_data(phase, config) for phase in phases] + [data_key_check(config)]
+
+
+def data_key_check(config: RunnerConfig) -> Check:
+    """The key that hashes the hidden data for each result's provenance: there, usable, its owner's alone."""
+    path = config.data_root / DATA_KEY
+    share = "runners that serve the same phases must share one key, or their results' data manifests differ"
+    try:
+        read_data_key(path)
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return Check("data key", "warn", f"{path} is not made yet: the first evaluation makes it",
+                     fix=f"with several runners, make it once and copy it to each ({share})")
+    except RunnerError as exc:
+        return Check("data key", "fail", str(exc), fix=f"make it again: python3 -c 'import secrets; "
+                     f"print(secrets.token_hex(32))' > {path} && chmod 600 {path} ({share})")
+    if mode & 0o007:  # the containers' group may read it, as the data (containers never see the data root)
+        return Check("data key", "warn", f"{path} is readable by every user of this host: whoever reads it can "
+                     "test guesses of a small ground truth against the published hashes", fix=f"chmod o= {path}")
+    return Check("data key", "ok", f"{path}; {share}")
 
 
 def _phase_data(phase: Phase, config: RunnerConfig) -> Check:

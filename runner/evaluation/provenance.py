@@ -62,13 +62,13 @@ def data_key(data_root: Path) -> bytes:
     file and its fix, when it cannot be read or made: every submission waits rather than go unhashed."""
     path = data_root / DATA_KEY
     try:
-        return _read_key(path)
+        return read_data_key(path)
     except FileNotFoundError:
         pass
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another runner process made it first
-        return _read_key(path)
+        return read_data_key(path)
     except OSError as exc:
         raise RunnerError(f"{path}: cannot make the hidden data's hashing key ({exc.strerror}); make it once as the "
                           "data's owner: python3 -c 'import secrets; print(secrets.token_hex(32))' > "
@@ -79,7 +79,8 @@ def data_key(data_root: Path) -> bytes:
     return key
 
 
-def _read_key(path: Path) -> bytes:
+def read_data_key(path: Path) -> bytes:
+    """The hashing key at `path`: FileNotFoundError when there is none, RunnerError when it is unusable."""
     try:
         key = bytes.fromhex(path.read_text(encoding="ascii").strip())
     except FileNotFoundError:

@@ -67,6 +67,28 @@ def blob_history(root: Path, rel: str) -> set[str]:
     return {line.split()[3] for line in done.stdout.splitlines() if line.startswith(":") and len(line.split()) > 4}
 
 
+def rewound(root: Path, pattern: str) -> set[str]:
+    """The files matching `pattern` (a glob relative to `root`) whose last committed change on HEAD's
+    first-parent line brought back content they had held and lost to other content: a record put back
+    over its successor. A file deleted and restored as it was is not rewound. Empty outside git."""
+    done = subprocess.run(["git", "log", "--reverse", "--first-parent", "--diff-merges=first-parent", "--relative",
+                           "--raw", "--no-abbrev", "--no-renames", "--format=", "--", f":(glob){pattern}"],
+                          cwd=root, capture_output=True, text=True, check=False)
+    current: dict[str, str] = {}  # path -> its last content that was not a deletion
+    superseded: dict[str, set[str]] = {}
+    back: set[str] = set()
+    for line in done.stdout.splitlines() if done.returncode == 0 else ():
+        meta, _, path = line.partition("\t")
+        new = meta.split()[3] if line.startswith(":") and len(meta.split()) > 4 else None
+        if new is None or not new.strip("0"):
+            continue
+        (back.add if new in superseded.get(path, ()) else back.discard)(path)
+        if current.get(path, new) != new:
+            superseded.setdefault(path, set()).add(current[path])
+        current[path] = new
+    return back
+
+
 def head_commit(root: Path) -> str | None:
     """The commit checked out at `root`, or None outside git."""
     done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True,

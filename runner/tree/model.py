@@ -1139,8 +1139,13 @@ def _encodable(text: str) -> bool:
 
 
 def load_result(path: Path) -> Result:
+    return parse_result(path.read_bytes(), path)
+
+
+def parse_result(text: bytes, path: Path) -> Result:
+    """A result record's bytes (a public record's, or a sealed one's once opened); ModelError naming `path`."""
     try:
-        data = orjson.loads(path.read_bytes())  # orjson: a build reads thousands, 4x faster
+        data = orjson.loads(text)  # orjson: a build reads thousands, 4x faster
         if not isinstance(data, dict):
             raise ModelError(path, None, None, "not a result record: not a JSON object")
         result = Result.from_dict(data)

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from runner.tree.model import Challenge, Result
+import orjson
+
+from runner.tree.model import Challenge, Result, parse_result
 from runner.tree.sealing import SSH_KINDS, Identity, Recipient, SealError, recipient, seal, unseal
 from runner.tree.signing import SigningKey, canonical
 
@@ -85,7 +87,9 @@ def signed(result: Result, key: SigningKey | None) -> Result:
     """`result` with the runner's signature of everything else in it (`tree.signing`); as it is without a key."""
     if key is None:
         return result
-    unsigned = replace(result, signature=None)
+    # Signed as every reader reads the record back (orjson keeps integers to 64 bits, floats past them),
+    # else a metric of 2**64 would fail its own verification.
+    unsigned = Result.from_dict(orjson.loads(replace(result, signature=None).to_json()))
     return replace(unsigned, signature=key.sign(canonical(unsigned.document())))
 
 
@@ -121,9 +125,10 @@ def read_sealed(public: Path, keys: Keys) -> Result | None:
     if not keys.identities or not path.is_file():
         return None
     try:
-        return Result.from_dict(json.loads(unseal(path.read_bytes(), keys.identities, where=str(path))))
+        opened = unseal(path.read_bytes(), keys.identities, where=str(path))
     except SealError:
         return None
+    return parse_result(opened, path)
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

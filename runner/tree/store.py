@@ -138,7 +138,7 @@ class Store:
         paths = sorted(self.paths.results(slug, phase).glob("*/*.json"))
         read = [(path, self.read_result(path)) for path in paths]
         verifier = self.verifier
-        return [(path, result, verifier.check(result, path) if verifier else None) for path, result in read]
+        return [(path, result, verifier.check_current(result, path) if verifier else None) for path, result in read]
 
     def admits(self, result: Result, path: Path) -> bool:
         """Whether a record read from `path` (now, or from git history) may be read as a result (`publishable`)."""

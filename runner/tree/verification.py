@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.tree.gitfiles import blob_history, blob_id
+from runner.tree.gitfiles import blob_history, blob_id, rewound
 from runner.tree.model import Result, parse_time
 from runner.tree.paths import TreePaths
 from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, SigningError, read_signers
@@ -42,6 +42,7 @@ class Verifier:
     root: Path
     signers: Signers | None = None
     _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
+    _rewound: set[str] | None = None
 
     @classmethod
     def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
@@ -75,6 +76,20 @@ class Verifier:
         if path is not None and (moved := self._moved(result, path)):
             return Check(reason=moved)
         return self._agrees(result) or Check(signer=signer)
+
+    def check_current(self, result: Result, path: Path) -> Check:
+        """`check` for the record the tree holds now at `path`: it fails too where git's history shows it put
+        back over a newer record of its submission (an older genuine record still carries a good signature)."""
+        found = self.check(result, path)
+        if not found.verified:
+            return found
+        if self._rewound is None:  # one walk of the results' history, for all of them
+            self._rewound = rewound(self.root, f"{TreePaths(self.root).base.relative_to(self.root)}/*/results/**")
+        if path.absolute().is_relative_to(self.root.absolute()) and \
+                str(path.absolute().relative_to(self.root.absolute())) in self._rewound:
+            return Check(reason="an older record of its submission put back over a newer one (its file's git "
+                                "history has both): evaluate it again with `challenge evaluate --rerun`")
+        return found
 
     def _moved(self, result: Result, path: Path) -> str:
         paths = TreePaths(self.root)

@@ -21,6 +21,7 @@ from runner.evaluation.doctor import (
     DiskFloor,
     Host,
     data_checks,
+    data_key_check,
     disk_checks,
     examine,
     failed,
@@ -30,6 +31,7 @@ from runner.evaluation.doctor import (
 )
 from runner.evaluation.examples import make_hidden_data
 from runner.evaluation.job import RunnerConfig
+from runner.evaluation.provenance import data_key
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.fake import FakeExecutor
 from runner.execution.sandbox import NOBODY, Mount, RunSpec, SandboxError
@@ -86,6 +88,7 @@ def host(tmp_path: Path, **config) -> Host:
 @no_nvml
 def test_no_gpu_is_one_line_naming_the_phases_it_blocks(docker_client, hidden, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CHALLENGE_STATE_DIR", str(tmp_path / "state"))
+    data_key(hidden)  # as the first evaluation makes it
     status, lines = doctor(capsys, "--data-root", str(hidden))
     gpu = [line for line in lines if "gpu" in line.split(":")[0] or "nvidia" in line]
     assert len(gpu) == 1 and gpu[0].startswith("fail gpu: no GPU is visible on this host (NVML cannot be read")
@@ -137,7 +140,7 @@ def test_hidden_data_permissions(engine, base_image, tmp_path, spoil, status, sa
     if spoil:
         subprocess.run(spoil.format(folder=folder, root=root), shell=True, check=True)
     phase = Store(REPO).phase(CHALLENGE, PHASE)
-    [check] = data_checks([phase], host(tmp_path).config)
+    check, _key = data_checks([phase], host(tmp_path).config)
     assert (check.status, check.detail) == (status, said.format(folder=folder, root=root))
     assert check.fix == ("" if status == "ok" else f"chgrp -R 65534 {root} && chmod -R u=rwX,g=rX,o= {root}")
     assert can_read(engine, base_image, folder) == ("not readable" not in check.detail)  # as a container sees it
@@ -148,11 +151,25 @@ def test_missing_hidden_data_names_the_folder(tmp_path):
     shutil.rmtree(tmp_path / "data" / CHALLENGE / PHASE / "ground-truth")
     phases = list(Store(REPO).phases(CHALLENGE).values())
     checks = {c.name: c for c in data_checks(phases, host(tmp_path).config)}
-    assert [c.status for c in checks.values()] == ["fail", "fail"]
+    assert [c.status for c in checks.values()] == ["fail", "fail", "warn"]  # the data key is not made yet
     truth = tmp_path / "data" / CHALLENGE / PHASE / "ground-truth"
     assert checks[f"data {CHALLENGE}/{PHASE}"].detail == f"hidden data missing on this runner: {truth} is not a folder"
     [root] = data_checks(phases, replace(host(tmp_path).config, data_root=tmp_path / "none"))
     assert (root.name, root.status) == ("data", "fail") and "is not a folder" in root.detail
+
+
+def test_the_data_key_is_checked_before_a_runner_needs_it(tmp_path):
+    config = replace(host(tmp_path).config, data_root=tmp_path)
+    key = tmp_path / ".manifest-key"
+    assert data_key_check(config).status == "warn"  # made by the first evaluation
+    data_key(tmp_path)
+    assert (data_key_check(config).status, key.stat().st_mode & 0o777) == ("ok", 0o600)
+    key.chmod(0o644)
+    check = data_key_check(config)
+    assert (check.status, check.fix) == ("warn", f"chmod o= {key}")
+    key.write_text("not hex\n")
+    check = data_key_check(config)
+    assert check.status == "fail" and "not a readable hashing key" in check.detail and "token_hex" in check.fix
 
 
 # --- disk ---------------------------------------------------------------------------------------

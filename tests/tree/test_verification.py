@@ -13,6 +13,8 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
+from runner.tree.records import sealed_path
+from runner.tree.sealing import new_identity, recipient, seal
 from runner.tree.signing import new_key, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
@@ -45,6 +47,14 @@ def test_what_the_runner_wrote_verifies_and_an_edited_digit_does_not(signed_repo
     tamper(record, "0.91", "0.97")
     check = verifier.check(Store(signed_repo).read_result(record), record)
     assert not check.verified and "changed after the runner signed it" in check.reason
+
+
+def test_a_record_verifies_whatever_numbers_it_holds(repo):
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    for dice in (2**70, -(2**63) - 1, 2**64 - 1, 1e308, -0.0, 1 / 3):  # past 64 bits orjson reads a float
+        record = add_signed_result(repo, Store(repo, signer=key), "alice", dice)
+        assert Verifier.of(repo).check(Store(repo).read_result(record), record).verified, dice
 
 
 def test_provenance_must_agree_with_the_tree(signed_repo):
@@ -192,3 +202,41 @@ def test_a_deleted_allowed_signers_stops_the_build_instead_of_publishing_unverif
     for command in (["build"], ["verify"]):
         assert main(["--root", str(signed_repo), *command]) == 1
         assert "allowed_signers: deleted, though the tree's history has it" in capsys.readouterr().err
+
+
+def test_an_older_record_put_back_over_its_rerun_fails_to_verify(repo, capsys):
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(repo, signer=key)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    record = add_signed_result(repo, store, "alice", 0.95, now=NOW)
+    commit(repo, "2026-03-01T12:00:00+00:00")
+    first = record.read_bytes()
+    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))  # rerun: a fixed evaluation
+    commit(repo, "2026-03-02T12:00:00+00:00", "rerun")
+    assert main(["--root", str(repo), "verify"]) == 0
+    record.write_bytes(first)  # the better, older record put back: its signature is genuine
+    commit(repo, "2026-03-03T12:00:00+00:00", "restore")
+    assert main(["--root", str(repo), "verify"]) == 1
+    assert "alice/v1.json: an older record of its submission put back over a newer one" in capsys.readouterr().out
+    config = SiteConfig.read(repo)
+    left: list[str] = []
+    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets,
+                   log=left.append)
+    assert left and "put back over a newer one" in left[0]
+    # Evaluated again, it verifies.
+    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=3))
+    commit(repo, "2026-03-04T12:00:00+00:00", "rerun")
+    assert main(["--root", str(repo), "verify"]) == 0
+
+
+def test_a_sealed_record_of_the_wrong_shape_is_named_not_a_traceback(signed_repo, tmp_path, capsys):
+    secret, public = new_identity()
+    record = signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
+    shown = json.loads(record.read_text())
+    shown["withheld"] = ["metrics"]
+    record.write_text(json.dumps(shown))
+    sealed_path(record).write_bytes(seal(b'{"status": 5, "metrics": []}', [recipient(public)]))
+    (tmp_path / "key").write_text(secret + "\n")
+    assert main(["--root", str(signed_repo), "verify", "--identity", str(tmp_path / "key")]) == 1
+    assert "alice/v1.json (sealed record): " in capsys.readouterr().out
