@@ -2,7 +2,7 @@
 
 Stages, lowest first; knowledge flows one way (tests/test_layers.py checks it):
 
-- `errors`: the one error base and retry policy.
+- `errors`: the one error base and retry policy; `codekey`: which code made a cached thing (every cache's key).
 - `tree`: the challenge tree's records, schemas, files, history and rules of time and visibility.
 - `execution`: runs containers (Docker behind a small executor interface); knows nothing of challenges.
 - `evaluation`: one submission end to end, and the queue, on top of tree and execution.

@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check runner tests benchmarks
-.venv/bin/mypy --strict runner/errors.py runner/tree runner/ranking runner/evalkit
+.venv/bin/mypy --strict runner/errors.py runner/codekey.py runner/tree runner/ranking runner/evalkit
 exec .venv/bin/python -m pytest "$@"

@@ -15,14 +15,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "runner"
 # stage -> the stages it may import (besides itself)
 ALLOWED = {
     "errors": set(),
-    "tree": {"errors"},
-    "execution": {"errors"},
-    "evaluation": {"errors", "tree", "execution"},
-    "ranking": {"errors", "tree"},
-    "site": {"errors", "tree", "ranking"},
-    "pullrequests": {"errors", "tree", "ranking"},
+    "codekey": set(),
+    "tree": {"errors", "codekey"},
+    "execution": {"errors", "codekey"},
+    "evaluation": {"errors", "codekey", "tree", "execution"},
+    "ranking": {"errors", "codekey", "tree"},
+    "site": {"errors", "codekey", "tree", "ranking"},
+    "pullrequests": {"errors", "codekey", "tree", "ranking"},
     "evalkit": set(),  # copied alone into evaluation images
-    "cli": {"errors", "tree", "execution", "evaluation", "ranking", "site", "pullrequests", "evalkit"},
+    "cli": {"errors", "codekey", "tree", "execution", "evaluation", "ranking", "site", "pullrequests", "evalkit"},
 }
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE or p.stem not in ("__init__", "__main__"))
 

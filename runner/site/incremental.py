@@ -40,6 +40,8 @@ from mkdocs.structure.files import File, Files, InclusionLevel, get_files, set_e
 from mkdocs.structure.nav import Navigation, get_navigation
 from mkdocs.structure.pages import Page
 
+from runner.codekey import code_key
+
 KNOWN_PLUGINS = {"search", "material/search"}
 # What mkdocs and its search plugin write besides the files and pages (relative to the site folder).
 WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", "search/search_index.json")
@@ -215,7 +217,7 @@ def _nav_hash(nav: Navigation, doc_files: list[File]) -> str:
 
 def _site_hash(config_file: Path, config: MkDocsConfig) -> str:
     """The configuration files, the theme's overrides, and the versions of what renders the site."""
-    parts = [mkdocs.__version__, getattr(material, "__version__", ""), Path(__file__).read_bytes()]
+    parts = [mkdocs.__version__, getattr(material, "__version__", ""), code_key([__name__])]
     parts += [config_file.read_bytes()]
     parent = config_file.parent / "mkdocs.yml"
     parts += [parent.read_bytes()] if parent.is_file() else []

@@ -34,6 +34,7 @@ import jinja2
 import orjson
 from threadpoolctl import threadpool_limits
 
+from runner.codekey import code_key
 from runner.ranking.leaderboard import (
     Leaderboard,
     Rows,
@@ -261,11 +262,9 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
 
 
 def _code(templates: Path) -> str:
-    """A hash of everything that turns the tree into pages: the package's stages up to this one and the templates."""
-    package = Path(__file__).parents[1]
-    sources = [p for part in ("tree", "ranking", "site") for p in sorted((package / part).rglob("*.py"))]
-    sources += sorted(p for p in templates.rglob("*") if p.is_file()) if templates.is_dir() else []
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    """What turns the tree into pages: this module and all it imports (`codekey`), and the templates."""
+    files = sorted(p for p in templates.rglob("*") if p.is_file()) if templates.is_dir() else []
+    return code_key([__name__], extra=files)
 
 
 def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ commit it was read at: when HEAD has moved on along its first parents, only the 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import pickle
 import subprocess
 from collections.abc import Iterator
@@ -23,8 +22,8 @@ from typing import NamedTuple
 
 import orjson
 
+from runner.codekey import code_key
 from runner.errors import ChallengeError
-from runner.tree import paths
 from runner.tree.model import Result
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
@@ -32,7 +31,7 @@ from runner.tree.store import Store
 
 MAX_SNAPSHOTS = 20
 # The code that reads the log and decides what a result's path is: a cache written by other code is read again.
-_CODE = hashlib.sha256(Path(__file__).read_bytes() + Path(paths.__file__).read_bytes()).hexdigest()
+_CODE = code_key([__name__])  # what reads the log: a change to it reads the log again
 
 
 class HistoryError(ChallengeError):

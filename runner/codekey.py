@@ -1,0 +1,136 @@
+"""Which code made a cached thing: the key every cache of the package mixes into its entries' names.
+
+A cache entry is right only while the code that computed it is unchanged. The key is read from the code
+itself, never from a list kept by hand: the source of the named modules and of every module of this
+package they import, at any depth (lazy imports inside functions count), with the versions of the
+libraries they import. Imports nothing of the package, so every stage may use it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import re
+import sys
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+NAME = PACKAGE.name
+
+
+def code_key(modules: Iterable[str], *, package: Path = PACKAGE, extra: Iterable[Path] = ()) -> str:
+    """A sha256 of the source of `modules` (dotted names in this package, as `runner.site.pages`) and of what
+    they import, read from `package` (a copy of it, in tests), then of `extra` files (templates)."""
+    digest = hashlib.sha256()
+    for path, libraries in _closure(tuple(sorted(modules)), package, _stamp(tuple(sorted(modules)), package)):
+        digest.update(f"{path.relative_to(package)}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(("\0".join(libraries) + "\0").encode())
+    for path in extra:
+        digest.update(f"{path}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+_walked: dict[tuple[tuple[str, ...], Path], tuple[Path, ...]] = {}  # the files each walk reached
+
+
+def _stamp(roots: tuple[str, ...], package: Path) -> tuple[tuple[int, int], ...]:
+    """The size and time of each file the last walk from `roots` reached: a file edited since (which alone
+    can import another module) walks again."""
+    stamps = []
+    for path in _walked.get((roots, package), ()):
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            return ((-1, -1),)
+        stamps.append((info.st_size, info.st_mtime_ns))
+    return tuple(stamps)
+
+
+@cache
+def _closure(roots: tuple[str, ...], package: Path,
+             stamp: tuple[tuple[int, int], ...]) -> tuple[tuple[Path, tuple[str, ...]], ...]:
+    """Each source file reached from `roots` (packages' __init__ included: importing a module runs them),
+    sorted, with the versions of the libraries it imports. `stamp`: `_stamp`'s, for the cache."""
+    seen: dict[Path, tuple[str, ...]] = {}
+    pending, named = list(roots), set(roots)
+    while pending:
+        name = pending.pop()
+        for path in _files(name, package):
+            if path in seen:
+                continue
+            modules = _imports(path, name)
+            seen[path] = tuple(sorted({_version(m) for m in modules if m.split(".")[0] != NAME}))
+            new = {m for m in modules if m.split(".")[0] == NAME} - named
+            pending.extend(new)
+            named |= new
+    _walked[roots, package] = tuple(sorted(seen))
+    return tuple(sorted(seen.items()))
+
+
+def _files(name: str, package: Path) -> list[Path]:
+    """The source of module `name`, and the __init__ of each package above it."""
+    parts = name.split(".")[1:]
+    found = [package / "__init__.py"]
+    for depth in range(1, len(parts) + 1):
+        folder = package.joinpath(*parts[:depth])
+        if (folder / "__init__.py").is_file():
+            found.append(folder / "__init__.py")
+        elif depth == len(parts) and folder.with_suffix(".py").is_file():
+            found.append(folder.with_suffix(".py"))
+    return found
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """Every module `path` (module `name`) imports; `from a import b` counts `a.b` too (b may be a module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _statements(path.read_text(encoding="utf-8")):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names if base.split(".")[0] == NAME}
+    return {m for m in found if m and m != "__future__"}
+
+
+IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*", re.MULTILINE)
+
+
+def _statements(source: str) -> list[ast.stmt]:
+    """The import statements of `source`, at any depth: each parsed alone (parsing the whole module costs
+    several times more, and a build asks for its key every time)."""
+    found: list[ast.stmt] = []
+    for match in IMPORT.finditer(source):
+        text = match.group().strip()
+        if text.count("(") > text.count(")"):  # from x import (a,\n b)
+            text = source[match.start():source.index(")", match.end()) + 1].strip()
+        try:
+            found.extend(ast.parse(text).body)
+        except SyntaxError:  # "import" inside a string or a comment line that merely looks like one
+            continue
+    return found
+
+
+def _version(module: str) -> str:
+    """`module`'s top-level name, with the version of the distribution of that name where one is installed."""
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names:
+        return top
+    return f"{top}=={_installed(top)}"
+
+
+@cache
+def _installed(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:  # a module named unlike its distribution (yaml: PyYAML)
+        return "?"
