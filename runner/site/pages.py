@@ -59,7 +59,7 @@ from runner.tree.model import (
     Result,
     SubmissionDetails,
 )
-from runner.tree.paths import result_path
+from runner.tree.paths import NOT_PAGES, result_path
 from runner.tree.policy import public_record, visibility, withholds
 from runner.tree.records import write_atomic
 from runner.tree.schema import json_schemas
@@ -69,8 +69,6 @@ from runner.tree.verification import Check
 PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
-# Folders of a challenge that are data or code, not pages.
-NOT_PAGES = {"submissions", "results", "evaluation", "examples", "data", "phases"}
 METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median": "Median of ranks",
                 "aggregate-then-rank": "Aggregate then rank", "rank-then-aggregate": "Rank then aggregate",
                 "test-then-rank": "Test then rank", "rank-then-average": "Rank then average (FLARE)"}

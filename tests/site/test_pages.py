@@ -100,6 +100,18 @@ def test_organizer_page_edit_is_rendered(scored_repo):
     assert "Ask on the forum." in (scored_repo / "build" / "site" / CHALLENGE / "faq" / "index.html").read_text()
 
 
+def test_folders_of_records_never_become_pages(repo):
+    challenge = repo / "challenges" / CHALLENGE
+    for folder in ("approvals", "registrations", "submissions", "results"):
+        (challenge / folder).mkdir(exist_ok=True)
+        (challenge / folder / "notes.md").write_text("# private notes\n")
+    (challenge / "faq.md").write_text("# FAQ\n")
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets)
+    assert (config.stage / CHALLENGE / "faq.md").is_file()
+    assert not list((config.stage / CHALLENGE).rglob("notes.md"))
+
+
 def test_broken_builder_config_is_one_clear_error(scored_repo, capsys):
     config = scored_repo / "mkdocs.yml"
     config.write_text(config.read_text().replace("name: material", "name: nosuchtheme"))
