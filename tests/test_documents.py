@@ -32,7 +32,7 @@ from runner.cli import parser
 from runner.evaluation.examples import prepare_workspace
 from tests.helpers import REPO, public_base_name
 
-DOCUMENTS = (REPO / "README.md", REPO / "challenges" / "organizers.md", REPO / "challenges" / "participants.md",
+DOCUMENTS = (REPO / "README.md", *sorted((REPO / "challenges").glob("*.md")),
              *sorted((REPO / "challenges").glob("*/*.md")),
              REPO / "runner" / "pullrequests" / "runner_repository" / "README.md")
 PLACEHOLDERS = {
