@@ -107,8 +107,10 @@ def pinned_signers(file: Path | None = None) -> Signers | None:
             raise UsageError(f"--signers {file}: not UTF-8 text") from None
     else:
         text, source = os.environ.get(ENV_ALLOWED_SIGNERS, ""), ENV_ALLOWED_SIGNERS
-    if not text.strip():  # an Actions variable that is not set reads as empty
-        return None
+    if not text.strip():
+        if file is not None:  # asked for: trusting the tree's file instead would defeat the point
+            raise UsageError(f"--signers {file}: lists no key")
+        return None  # an Actions variable that is not set reads as empty
     if len(text.encode()) > MAX_SIGNERS_BYTES:
         raise UsageError(f"{source}: more than an allowed-signers file needs")
     return parse_signers(text, source=source)
@@ -116,7 +118,7 @@ def pinned_signers(file: Path | None = None) -> Signers | None:
 
 def tree_verifier(root: Path, *, signers: Path | None = None) -> Verifier:
     """What checks the results of the tree at `root`, trusting the pinned keys where there are some."""
-    return Verifier.of(root, pinned=pinned_signers(signers))
+    return Verifier.of(root.resolve(), pinned=pinned_signers(signers))  # as the store resolves it
 
 
 def signing_key(root: Path) -> SigningKey:

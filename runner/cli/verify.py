@@ -55,7 +55,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for what, check in _checks(path, store, verifier):
                 sealed += what == "sealed"
                 if not check.verified:
-                    failures.append(f"{path.relative_to(root)}{' (sealed record)' if what == 'sealed' else ''}: "
+                    shown = path.relative_to(root) if path.is_relative_to(root) else path
+                    failures.append(f"{shown}{' (sealed record)' if what == 'sealed' else ''}: "
                                     f"{check.reason}")
     for line in failures:
         out.print(line, markup=False, highlight=False)
@@ -91,7 +92,7 @@ def _checks(path: Path, store: Store, verifier: Verifier) -> list[tuple[str, Che
     except ChallengeError as exc:
         return [*found, ("sealed", Check(reason=str(exc)))]
     if whole is not None:
-        found.append(("sealed", verifier.check(whole, path)))
+        found.append(("sealed", verifier.check_current(whole, path, public=public)))
     return found
 
 

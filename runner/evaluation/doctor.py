@@ -28,7 +28,7 @@ from runner.errors import ChallengeError
 from runner.evaluation.archives import ENV_RUNNER_KEY
 from runner.evaluation.failures import RunnerError
 from runner.evaluation.job import ARCHIVE_MAX_BYTES, RunnerConfig
-from runner.evaluation.provenance import DATA_KEY, read_data_key
+from runner.evaluation.provenance import DATA_KEY, make_key_command, read_data_key
 from runner.execution.measure import GpuUnreadable, nvml_gpus
 from runner.execution.sandbox import NOBODY, EngineInfo, Executor, Log, RunSpec, SandboxError, last_line
 from runner.tree.model import Phase
@@ -196,11 +196,14 @@ def data_key_check(config: RunnerConfig) -> Check:
         read_data_key(path)
         mode = path.stat().st_mode
     except FileNotFoundError:
+        if not os.access(config.data_root, os.W_OK):  # the first evaluation could not make it
+            return Check("data key", "fail", f"{path} is not made, and this runner cannot write "
+                         f"{config.data_root} to make it", fix=f"make it once as the data's owner, readable by the "
+                         f"runner: {make_key_command(path)} ({share})")
         return Check("data key", "warn", f"{path} is not made yet: the first evaluation makes it",
                      fix=f"with several runners, make it once and copy it to each ({share})")
     except RunnerError as exc:
-        return Check("data key", "fail", str(exc), fix=f"make it again: python3 -c 'import secrets; "
-                     f"print(secrets.token_hex(32))' > {path} && chmod 600 {path} ({share})")
+        return Check("data key", "fail", str(exc), fix=f"make it again: {make_key_command(path)} ({share})")
     if mode & 0o007:  # the containers' group may read it, as the data (containers never see the data root)
         return Check("data key", "warn", f"{path} is readable by every user of this host: whoever reads it can "
                      "test guesses of a small ground truth against the published hashes", fix=f"chmod o= {path}")

@@ -71,12 +71,16 @@ def data_key(data_root: Path) -> bytes:
         return read_data_key(path)
     except OSError as exc:
         raise RunnerError(f"{path}: cannot make the hidden data's hashing key ({exc.strerror}); make it once as the "
-                          "data's owner: python3 -c 'import secrets; print(secrets.token_hex(32))' > "
-                          f"{path} && chmod 600 {path}, readable by the runner") from None
+                          f"data's owner, readable by the runner: {make_key_command(path)}") from None
     key = secrets.token_bytes(32)
     with os.fdopen(fd, "w") as handle:
         handle.write(key.hex() + "\n")
     return key
+
+
+def make_key_command(path: Path) -> str:
+    """The shell command that makes a hashing key at `path` by hand, as `data_key` makes it."""
+    return f"python3 -c 'import secrets; print(secrets.token_hex(32))' > {path} && chmod 600 {path}"
 
 
 def read_data_key(path: Path) -> bytes:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from runner.errors import ChallengeError
 
 
 @dataclass(frozen=True)
@@ -58,35 +61,60 @@ def blob_id(data: bytes) -> str:
 
 
 def blob_history(root: Path, rel: str) -> set[str]:
-    """Every blob id `rel` has had in the history of HEAD (one `git log`); empty outside git."""
-    done = subprocess.run(["git", "log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--",
-                           f":(literal){rel}"], cwd=root, capture_output=True, text=True, check=False)
+    """Every blob id `rel` has had in the history of HEAD (deletions as zeros); empty outside git."""
+    return versions(root, f":(literal){rel}").get(rel, set())
+
+
+def versions(root: Path, pathspec: str) -> dict[str, set[str]]:
+    """Every blob id each file matching `pathspec` has had anywhere in HEAD's history, in one `git log`:
+    every parent of every merge counts (a merge whose first parent skips a change still brings its blob),
+    and no history simplification hides a file a merge dropped. Empty outside git; GitFilesError when git
+    fails inside a repository (a check that read nothing must not pass)."""
+    out = _git(root, "log", "--full-history", "-m", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
+               "--format=", "--", pathspec)
+    found: dict[str, set[str]] = {}
+    tokens = out.split("\0")
+    for meta, path in itertools.pairwise(tokens):
+        meta = meta.lstrip("\n")
+        if meta.startswith(":") and len(fields := meta.split()) > 4:
+            found.setdefault(path, set()).add(fields[3])
+    return found
+
+
+def read_blobs(root: Path, blobs: list[str]) -> dict[str, bytes]:
+    """The content of each blob, from one `git cat-file --batch`; a blob git lacks is left out."""
+    if not blobs:
+        return {}
+    done = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(blobs).encode() + b"\n",
+                          capture_output=True, check=False)
     if done.returncode != 0:
-        return set()
-    # Each line: ":<old mode> <new mode> <old blob> <new blob> <status>\t<path>"
-    return {line.split()[3] for line in done.stdout.splitlines() if line.startswith(":") and len(line.split()) > 4}
-
-
-def rewound(root: Path, pattern: str) -> set[str]:
-    """The files matching `pattern` (a glob relative to `root`) whose last committed change on HEAD's
-    first-parent line brought back content they had held and lost to other content: a record put back
-    over its successor. A file deleted and restored as it was is not rewound. Empty outside git."""
-    done = subprocess.run(["git", "log", "--reverse", "--first-parent", "--diff-merges=first-parent", "--relative",
-                           "--raw", "--no-abbrev", "--no-renames", "--format=", "--", f":(glob){pattern}"],
-                          cwd=root, capture_output=True, text=True, check=False)
-    current: dict[str, str] = {}  # path -> its last content that was not a deletion
-    superseded: dict[str, set[str]] = {}
-    back: set[str] = set()
-    for line in done.stdout.splitlines() if done.returncode == 0 else ():
-        meta, _, path = line.partition("\t")
-        new = meta.split()[3] if line.startswith(":") and len(meta.split()) > 4 else None
-        if new is None or not new.strip("0"):
+        raise GitFilesError(f"git cat-file failed in {root}: {done.stderr.decode(errors='replace').strip()}")
+    found, at = {}, 0
+    for blob in blobs:
+        end = done.stdout.index(b"\n", at)
+        header = done.stdout[at:end].split()
+        if len(header) < 3 or header[1] != b"blob":  # "<id> missing"
+            at = end + 1
             continue
-        (back.add if new in superseded.get(path, ()) else back.discard)(path)
-        if current.get(path, new) != new:
-            superseded.setdefault(path, set()).add(current[path])
-        current[path] = new
-    return back
+        size = int(header[2])
+        found[blob] = done.stdout[end + 1:end + 1 + size]
+        at = end + 1 + size + 1
+    return found
+
+
+class GitFilesError(ChallengeError):
+    """git failed where the tree is a repository."""
+
+
+def _git(root: Path, *args: str) -> str:
+    """git's output (bytes past UTF-8 kept as surrogate escapes), '' outside a repository."""
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
+    if done.returncode == 0:
+        return done.stdout.decode("utf-8", errors="surrogateescape")
+    inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False)
+    if inside.returncode != 0:
+        return ""
+    raise GitFilesError(f"git {args[0]} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
 
 
 def head_commit(root: Path) -> str | None:

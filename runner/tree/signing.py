@@ -220,10 +220,13 @@ OPTION = re.compile(r'([A-Za-z-]+)(?:="([^"]*)")?')
 def parse_signers(text: str, *, source: str) -> Signers:
     """OpenSSH's allowed-signers format (ssh-keygen(1), ALLOWED SIGNERS), Ed25519 keys only; times are UTC."""
     entries = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.strip(" \t\r")  # as OpenSSH does: str.strip would drop U+00A0 too, and turn a key into a comment
         if not line or line.startswith("#"):
             continue
+        if not line.isascii() or not line.replace("\t", " ").isprintable():
+            raise SigningError(f"{source}, line {number}: holds characters other than printable ASCII, which "
+                               "OpenSSH and this reader could take differently")
         entries.append(_entry(line, number, source))
     return Signers(tuple(entries), source, hashlib.sha256(text.encode()).hexdigest())
 

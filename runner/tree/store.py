@@ -136,9 +136,10 @@ class Store:
         """Each of the phase's result files, the result read from it, and its verification (None without a
         verifier)."""
         paths = sorted(self.paths.results(slug, phase).glob("*/*.json"))
-        read = [(path, self.read_result(path)) for path in paths]
+        read = [(path, *self.read_records(path)) for path in paths]
         verifier = self.verifier
-        return [(path, result, verifier.check_current(result, path) if verifier else None) for path, result in read]
+        return [(path, whole, verifier.check_current(whole, path, public=public) if verifier else None)
+                for path, public, whole in read]
 
     def admits(self, result: Result, path: Path) -> bool:
         """Whether a record read from `path` (now, or from git history) may be read as a result (`publishable`)."""
@@ -150,10 +151,15 @@ class Store:
         return check is None or check.verified or self.verifier is None or not self.verifier.enforced
 
     def read_result(self, path: Path) -> Result:
+        return self.read_records(path)[1]
+
+    def read_records(self, path: Path) -> tuple[Result, Result]:
+        """The public record at `path`, and the whole result: the runner's copy or the sealed record where
+        the store opens one, else the public record again."""
         public = load_result(path)
         if not public.withheld:
-            return public
-        return (self.copies and self.local(path)) or read_sealed(path, self.keys) or public
+            return public, public
+        return public, (self.copies and self.local(path)) or read_sealed(path, self.keys) or public
 
     def local(self, public: Path) -> Result | None:
         """The whole result this runner keeps of the public record at `public`, if it keeps one."""

@@ -14,11 +14,13 @@ list the same keys, so that a key added by hand, or the file deleted, stops the 
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.tree.gitfiles import blob_history, blob_id, rewound
-from runner.tree.model import Result, parse_time
+from runner.errors import ChallengeError
+from runner.tree.gitfiles import blob_history, blob_id, read_blobs, versions
+from runner.tree.model import Result, parse_result, parse_time
 from runner.tree.paths import TreePaths
 from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, SigningError, read_signers
 
@@ -42,7 +44,7 @@ class Verifier:
     root: Path
     signers: Signers | None = None
     _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
-    _rewound: set[str] | None = None
+    _latest: dict[str, dt.datetime] | None = None  # per result file: the latest time a record there was signed
 
     @classmethod
     def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
@@ -77,19 +79,62 @@ class Verifier:
             return Check(reason=moved)
         return self._agrees(result) or Check(signer=signer)
 
-    def check_current(self, result: Result, path: Path) -> Check:
-        """`check` for the record the tree holds now at `path`: it fails too where git's history shows it put
-        back over a newer record of its submission (an older genuine record still carries a good signature)."""
+    def check_current(self, result: Result, path: Path, *, public: Result | None = None) -> Check:
+        """`check` for the record the tree holds now at `path` (`result`: the whole record, where `public`, the
+        public one, withholds part of it). It fails too where it is not the newest record the runner signed
+        for its submission: an older genuine record put back keeps a good signature, so git's history of the
+        file is read for the latest one that verifies, whatever bytes or merges put the old one back."""
+        if path.is_symlink():
+            return Check(reason="its file is a link: a result is a file the runner wrote")
         found = self.check(result, path)
         if not found.verified:
             return found
-        if self._rewound is None:  # one walk of the results' history, for all of them
-            self._rewound = rewound(self.root, f"{TreePaths(self.root).base.relative_to(self.root)}/*/results/**")
-        if path.absolute().is_relative_to(self.root.absolute()) and \
-                str(path.absolute().relative_to(self.root.absolute())) in self._rewound:
-            return Check(reason="an older record of its submission put back over a newer one (its file's git "
-                                "history has both): evaluate it again with `challenge evaluate --rerun`")
+        if public is not None and public is not result and not _same_signing(public, result):
+            return Check(reason="its whole record (sealed, or this runner's copy) is not the one written with its "
+                                "public record: another evaluation's, put back beside it")
+        assert result.provenance is not None
+        latest = self._signed_in_history().get(self._relative(path))
+        if latest is not None and latest > parse_time(result.provenance.signed_at):
+            return Check(reason=f"an older record of its submission put back: its file's git history holds one the "
+                                f"runner signed later ({latest.isoformat()}); evaluate it again with "
+                                "`challenge evaluate --rerun`")
         return found
+
+    def _relative(self, path: Path) -> str:
+        absolute, root = path.absolute(), self.root.absolute()
+        return str(absolute.relative_to(root)) if absolute.is_relative_to(root) else str(absolute)
+
+    def _signed_in_history(self) -> dict[str, dt.datetime]:
+        """Per result file that has held more than one record: the latest signing time of one that verifies
+        (a hand-made record with a time to come counts for nothing). One `git log` and one `git cat-file`."""
+        if self._latest is None:
+            base = TreePaths(self.root).base.relative_to(self.root)
+            held = {path: blobs - {"0" * 40} for path, blobs in versions(self.root, f":(glob){base}/*/results/**")
+                    .items() if path.endswith(".json")}
+            several = {path: blobs for path, blobs in held.items() if len(blobs) > 1}
+            content = read_blobs(self.root, sorted({blob for blobs in several.values() for blob in blobs}))
+            self._latest = {}
+            for path, blobs in several.items():
+                times = [when for blob in blobs if blob in content
+                         and (when := self._signed_time(content[blob], self.root / path)) is not None]
+                if times:
+                    self._latest[path] = max(times)
+        return self._latest
+
+    def _signed_time(self, data: bytes, path: Path) -> dt.datetime | None:
+        """When a past record was signed, if its signature verifies (provenance is not checked: the tree
+        has changed since)."""
+        if self.signers is None:
+            return None
+        try:
+            record = parse_result(data, path)
+            if record.provenance is None:
+                return None
+            when = parse_time(record.provenance.signed_at)
+            self.signers.verify(record.document(), when=when)
+        except (ChallengeError, BadSignature, ValueError, TypeError):
+            return None
+        return when
 
     def _moved(self, result: Result, path: Path) -> str:
         paths = TreePaths(self.root)
@@ -127,6 +172,13 @@ class Verifier:
 
 def signers_path(root: Path) -> Path:
     return TreePaths(root).base / ALLOWED_SIGNERS
+
+
+def _same_signing(public: Result, whole: Result) -> bool:
+    """Whether two records were written together, by one evaluation (the public one withholds part)."""
+    return (public.provenance == whole.provenance
+            and (public.challenge, public.phase, public.participant, public.submission)
+            == (whole.challenge, whole.phase, whole.participant, whole.submission))
 
 
 def trusted_signers(root: Path, *, pinned: Signers | None = None) -> Signers | None:

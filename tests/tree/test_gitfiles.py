@@ -6,7 +6,7 @@ import datetime as dt
 import subprocess
 from pathlib import Path
 
-from runner.tree.gitfiles import added, added_all, rewound
+from runner.tree.gitfiles import added, added_all, blob_id, read_blobs, versions
 from tests.helpers import commit
 
 
@@ -36,20 +36,22 @@ def test_added_all_finds_the_commit_that_last_added_each_file(tmp_path: Path):
     assert added_all(tmp_path, "challenges/*/challenge.yml") == {} and added(tmp_path, rels[0]) is None  # no git
 
 
-def test_rewound_names_files_put_back_to_content_they_had_lost(tmp_path: Path):
+def test_versions_holds_every_blob_a_file_had_whatever_merge_or_name(tmp_path: Path):
     repo = tmp_path / "repo"
     (repo / "challenges").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    files = {name: repo / "challenges" / name for name in ("back", "restored", "moved on", "kept")}
-    steps = {"back": ["A", "B", "A"], "restored": ["A", None, "A"], "moved on": ["A", "B", "A", "C"],
-             "kept": ["A", "A", "A"]}
-    for day in range(4):
-        for name, contents in steps.items():
-            if day < len(contents):
-                if contents[day] is None:
-                    files[name].unlink()
-                else:
-                    files[name].write_text(contents[day])
-        commit(repo, f"2026-01-0{day + 1}T00:00:00Z")
-    assert rewound(repo, "challenges/*") == {"challenges/back"}
-    assert rewound(tmp_path, "challenges/*") == set()  # outside git
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q", "-b", "main")
+    odd = repo / "challenges" / "ålice\tq\"uote.json"  # git quotes such a name unless -z
+    odd.write_text("A")
+    commit(repo, "2026-01-01T00:00:00Z")
+    git("branch", "side")
+    odd.write_text("B")
+    commit(repo, "2026-01-02T00:00:00Z")
+    # A merge whose first parent never saw B: the first-parent line alone would miss it.
+    git("checkout", "-q", "side")
+    git("merge", "-q", "-s", "ours", "main", "-m", "merge")
+    found = versions(repo, ":(glob)challenges/*")
+    assert found == {"challenges/ålice\tq\"uote.json": {blob_id(b"A"), blob_id(b"B")}}
+    assert read_blobs(repo, sorted(found["challenges/ålice\tq\"uote.json"])) == {blob_id(b"A"): b"A",
+                                                                                blob_id(b"B"): b"B"}
+    assert versions(tmp_path, ":(glob)challenges/*") == {}  # outside git

@@ -99,6 +99,9 @@ def test_a_key_for_another_namespace_signs_no_result():
     ('gpu-1 cert-authority ssh-ed25519 AAAA', "line 2: option 'cert-authority' is not supported"),
     ('gpu-1 namespaces="x ssh-ed25519 AAAA', "quote is not closed"),
     ("gpu-1 valid-before ssh-ed25519 AAAA", "line 2: option 'valid-before' needs a value"),
+    # OpenSSH strips only spaces and tabs: to it this is a key of principal "\xa0#x", not a comment.
+    ("\u00a0#x ssh-ed25519 AAAA", "line 2: holds characters other than printable ASCII"),
+    ("gpu-1\x0bssh-ed25519 AAAA", "line 2: holds characters other than printable ASCII"),
 ])
 def test_allowed_signers_errors_name_the_line(line, message):
     with pytest.raises(SigningError, match=message):

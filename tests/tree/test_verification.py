@@ -13,12 +13,12 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
-from runner.tree.records import sealed_path
+from runner.tree.records import Keys, sealed_path
 from runner.tree.sealing import new_identity, recipient, seal
 from runner.tree.signing import new_key, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
-from tests.helpers import CHALLENGE, NOW, PHASE, add_signed_result, commit, phase_file
+from tests.helpers import CHALLENGE, NOW, PHASE, add_signed_result, commit, edit_yaml, phase_file
 
 WHEN = "2026-03-01T10:00:00+00:00"
 
@@ -187,6 +187,10 @@ def test_keys_pinned_outside_the_tree_outrank_what_a_writer_commits(signed_repo,
     out = capsys.readouterr().out
     assert "mallory/v1.json: signed by a key that CHALLENGE_ALLOWED_SIGNERS does not list" in out
     assert "bob" not in out and record.exists()
+    # An empty file given on purpose is an error, not a fall-back to the tree's keys.
+    (tmp_path / "empty").write_text("\n")
+    assert main(["--root", str(signed_repo), "verify", "--signers", str(tmp_path / "empty")]) == 1
+    assert "lists no key" in capsys.readouterr().err
     # A reader checks against keys got apart from the repository.
     monkeypatch.delenv("CHALLENGE_ALLOWED_SIGNERS")
     (tmp_path / "trusted").write_text(pinned)
@@ -204,30 +208,80 @@ def test_a_deleted_allowed_signers_stops_the_build_instead_of_publishing_unverif
         assert "allowed_signers: deleted, though the tree's history has it" in capsys.readouterr().err
 
 
-def test_an_older_record_put_back_over_its_rerun_fails_to_verify(repo, capsys):
+@pytest.fixture
+def rerun_repo(repo) -> tuple[Path, Store, bytes]:
+    """alice's result, evaluated again (a fixed evaluation scored it lower): the repository, the runner's
+    store and the first record's bytes."""
     key = new_key()
     signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
     store = Store(repo, signer=key)
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     record = add_signed_result(repo, store, "alice", 0.95, now=NOW)
     commit(repo, "2026-03-01T12:00:00+00:00")
     first = record.read_bytes()
-    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))  # rerun: a fixed evaluation
+    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
     commit(repo, "2026-03-02T12:00:00+00:00", "rerun")
     assert main(["--root", str(repo), "verify"]) == 0
-    record.write_bytes(first)  # the better, older record put back: its signature is genuine
-    commit(repo, "2026-03-03T12:00:00+00:00", "restore")
+    return repo, store, first
+
+
+ALICE = f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"
+
+
+@pytest.mark.parametrize("how", ["as it was", "pretty-printed", "merged under a first parent that never saw the rerun"])
+def test_an_older_record_put_back_over_its_rerun_fails_to_verify(rerun_repo, capsys, how):
+    repo, store, first = rerun_repo
+    if how == "merged under a first parent that never saw the rerun":
+        subprocess.run(["git", "checkout", "-q", "-b", "old", "HEAD~1"], cwd=repo, check=True)
+        subprocess.run(["git", "merge", "-q", "-s", "ours", "main", "-m", "merge"], cwd=repo, check=True,
+                       capture_output=True)
+    else:
+        text = json.dumps(json.loads(first), indent=4).encode() if how == "pretty-printed" else first
+        (repo / ALICE).write_bytes(text)  # its signature is genuine
+        commit(repo, "2026-03-03T12:00:00+00:00", "restore")
+    capsys.readouterr()
     assert main(["--root", str(repo), "verify"]) == 1
-    assert "alice/v1.json: an older record of its submission put back over a newer one" in capsys.readouterr().out
+    assert f"{ALICE}: an older record of its submission put back" in capsys.readouterr().out
     config = SiteConfig.read(repo)
     left: list[str] = []
     pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets,
                    log=left.append)
-    assert left and "put back over a newer one" in left[0]
+    assert left and "an older record of its submission put back" in left[0]
     # Evaluated again, it verifies.
     add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=3))
     commit(repo, "2026-03-04T12:00:00+00:00", "rerun")
     assert main(["--root", str(repo), "verify"]) == 0
+
+
+def test_a_record_of_the_future_made_by_hand_does_not_unseat_the_genuine_one(rerun_repo):
+    repo, _, _ = rerun_repo
+    genuine = (repo / ALICE).read_bytes()
+    forged = json.loads(genuine)
+    forged["provenance"]["signed_at"] = "2030-01-01T00:00:00+00:00"
+    (repo / ALICE).write_text(json.dumps(forged))
+    commit(repo, "2026-03-03T12:00:00+00:00", "forged")
+    (repo / ALICE).write_bytes(genuine)
+    commit(repo, "2026-03-04T12:00:00+00:00", "genuine again")
+    assert main(["--root", str(repo), "verify"]) == 0
+
+
+def test_a_sealed_record_put_back_beside_a_newer_public_one_fails(repo, tmp_path, capsys):
+    secret, public = new_identity()
+    (tmp_path / "key").write_text(secret + "\n")
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    edit_yaml(phase_file(repo), blind=True)
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=public)
+    store = Store(repo, signer=key, keys=Keys())
+    record = add_signed_result(repo, store, "alice", 0.95, now=NOW)
+    old_sealed = sealed_path(record).read_bytes()
+    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
+    args = ["--root", str(repo), "verify", "--identity", str(tmp_path / "key")]
+    assert main(args) == 0
+    sealed_path(record).write_bytes(old_sealed)
+    assert main(args) == 1
+    assert "alice/v1.json (sealed record): its whole record (sealed, or this runner's copy) is not the one" in (
+        capsys.readouterr().out)
 
 
 def test_a_sealed_record_of_the_wrong_shape_is_named_not_a_traceback(signed_repo, tmp_path, capsys):
@@ -240,3 +294,25 @@ def test_a_sealed_record_of_the_wrong_shape_is_named_not_a_traceback(signed_repo
     (tmp_path / "key").write_text(secret + "\n")
     assert main(["--root", str(signed_repo), "verify", "--identity", str(tmp_path / "key")]) == 1
     assert "alice/v1.json (sealed record): " in capsys.readouterr().out
+
+
+def test_allowed_signers_dropped_by_a_merge_that_hides_its_history_still_stops_the_build(signed_repo, capsys):
+    git = lambda *args: subprocess.run(["git", *args], cwd=signed_repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q", "-b", "main")
+    commit(signed_repo, WHEN)
+    git("checkout", "-q", "--orphan", "forged")
+    signers_path(signed_repo).unlink()
+    commit(signed_repo, WHEN, "a root commit without allowed_signers")
+    git("merge", "-q", "-s", "ours", "--allow-unrelated-histories", "main", "-m", "merge")  # main is the 2nd parent
+    assert main(["--root", str(signed_repo), "build"]) == 1
+    assert "allowed_signers: deleted, though the tree's history has it" in capsys.readouterr().err
+
+
+def test_a_root_given_through_a_link_and_a_record_outside_it(signed_repo, tmp_path, capsys):
+    (tmp_path / "link").symlink_to(signed_repo)
+    assert main(["--root", str(tmp_path / "link"), "leaderboard", CHALLENGE, PHASE, "--format", "json"]) == 0
+    assert [r["participant"] for r in json.loads(capsys.readouterr().out)] == ["alice", "bob"]
+    outside = tmp_path / "v1.json"
+    outside.write_text((signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json").read_text())
+    assert main(["--root", str(signed_repo), "verify", str(outside)]) == 1
+    assert f"{outside}: its record names another place" in capsys.readouterr().out
