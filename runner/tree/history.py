@@ -24,7 +24,7 @@ import orjson
 
 from runner.codekey import code_key
 from runner.errors import ChallengeError
-from runner.tree.model import Result
+from runner.tree.model import Result, parse_time
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
 from runner.tree.store import Store
@@ -88,12 +88,14 @@ class History:
         self._head_states: dict[str, State] | None = None
         self._by_phase: dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]] | None = None
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
+        self._versions: dict[str, list[tuple[dt.datetime, str]]] | None = None  # files that held several records
+        self._times: dict[str, dt.datetime] | None = None  # each commit's time, by sha
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
         for commit, states in self._walk():
             if commit.at <= when:
-                return self._results(states.get(_key(slug, phase), {}))
+                return self._results(states.get(_key(slug, phase), {}), commit.at)
         return []
 
     def snapshot_days(self, slug: str, phase: str) -> list[tuple[dt.date, str]]:
@@ -132,7 +134,7 @@ class History:
                                     if path in head and head[path] not in self._blobs})
             self._read({blob for _, state in self._days.get(snapshot.phase, {}).values() for blob in state.values()})
         self._read(set(snapshot.files.values()))
-        return self._results(snapshot.files)
+        return self._results(snapshot.files, self._committed_at()[snapshot.commit])
 
     def _unchanged_at_head(self) -> State:
         """The result files at HEAD (path -> blob) that the working tree holds unchanged (`git diff`
@@ -232,12 +234,41 @@ class History:
             if changes:
                 yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
 
-    def _results(self, state: State) -> list[Result]:
-        """The results of `state` the store admits (with a verifier: those that verify), each file's
-        verdict taken once per blob: snapshots share most of their files."""
+    def _results(self, state: State, at: dt.datetime) -> list[Result]:
+        """The results of `state`, committed at `at`, the store admits (with a verifier: those that verify, and
+        are the newest record their file had held by then), each file's verdict taken once per blob:
+        snapshots share most of their files."""
         self._read(set(state.values()))
         found = ((path, state[path], self._blobs[state[path]]) for path in sorted(state))
-        return [result for path, blob, result in found if result is not None and self._admits(path, blob, result)]
+        return [result for path, blob, result in found if result is not None and self._admits(path, blob, result)
+                and not self._superseded(path, result, at)]
+
+    def _superseded(self, path: str, result: Result, at: dt.datetime) -> bool:
+        """Whether, by `at`, the file had held a record the runner signed later than `result`: an older record
+        put back (`Verifier.check_current`'s rule, as the history stood then; along the first parents)."""
+        verifier = self.store.verifier
+        if verifier is None or not verifier.enforced or result.provenance is None:
+            return False
+        later = [when for committed, blob in self._held().get(path, ()) if committed <= at
+                 and (record := self._blobs.get(blob)) is not None and (when := verifier.signed_time(record))]
+        return bool(later) and max(later) > parse_time(result.provenance.signed_at)
+
+    def _committed_at(self) -> dict[str, dt.datetime]:
+        if self._times is None:
+            self._times = {commit.sha: commit.at for commit in self._log()}
+        return self._times
+
+    def _held(self) -> dict[str, list[tuple[dt.datetime, str]]]:
+        """Each result file that held more than one record, with when each was committed (their blobs read)."""
+        if self._versions is None:
+            held: dict[str, list[tuple[dt.datetime, str]]] = {}
+            for commit in self._log():
+                for path, _, after in commit.changes:
+                    if after is not None:
+                        held.setdefault(path, []).append((commit.at, after))
+            self._versions = {path: found for path, found in held.items() if len({b for _, b in found}) > 1}
+            self._read({blob for found in self._versions.values() for _, blob in found})
+        return self._versions
 
     def _admits(self, path: str, blob: str, result: Result) -> bool:
         if (path, blob) not in self._admitted:

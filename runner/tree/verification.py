@@ -122,17 +122,20 @@ class Verifier:
         return self._latest
 
     def _signed_time(self, data: bytes, path: Path) -> dt.datetime | None:
-        """When a past record was signed, if its signature verifies (provenance is not checked: the tree
-        has changed since)."""
-        if self.signers is None:
+        try:
+            return self.signed_time(parse_result(data, path))
+        except ChallengeError:
+            return None
+
+    def signed_time(self, record: Result) -> dt.datetime | None:
+        """When a record (of now or of the past) was signed, if its signature verifies; its provenance is not
+        checked against the tree, which has changed since."""
+        if self.signers is None or record.provenance is None:
             return None
         try:
-            record = parse_result(data, path)
-            if record.provenance is None:
-                return None
             when = parse_time(record.provenance.signed_at)
             self.signers.verify(record.document(), when=when)
-        except (ChallengeError, BadSignature, ValueError, TypeError):
+        except (BadSignature, ValueError, TypeError):
             return None
         return when
 

@@ -247,6 +247,14 @@ def test_an_older_record_put_back_over_its_rerun_fails_to_verify(rerun_repo, cap
     pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets,
                    log=left.append)
     assert left and "an older record of its submission put back" in left[0]
+    if how != "merged under a first parent that never saw the rerun":  # history reads the first parents
+        snapshots = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
+        rows = {day: [r["participant"] for r in json.loads((snapshots / f"{day}.json").read_text())["rows"]]
+                for day in ("2026-03-01", "2026-03-03")}
+        assert rows == {"2026-03-01": ["alice"], "2026-03-03": []}  # genuine then, put back since
+        assert main(["--root", str(repo), "leaderboard", CHALLENGE, PHASE, "--format", "json", "--as-of",
+                     "2026-03-03"]) == 0
+        assert json.loads(capsys.readouterr().out) == []
     # Evaluated again, it verifies.
     add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=3))
     commit(repo, "2026-03-04T12:00:00+00:00", "rerun")
