@@ -11,6 +11,7 @@ from pathlib import Path
 from runner.errors import ChallengeError
 from runner.evaluation.queue import evaluate_again
 from runner.evaluation.reproduce import Tolerance, compare
+from runner.tree.gitfiles import shallow
 from runner.tree.model import Result, load_result
 from runner.tree.records import read_sealed
 from runner.tree.store import Store
@@ -60,6 +61,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                                     f"{check.reason}")
     for line in failures:
         out.print(line, markup=False, highlight=False)
+    if shallow(root):
+        err.print("note: this clone is shallow: a result put back over a newer one, or evaluated under a phase "
+                  "file of the history it lacks, cannot be told; `git fetch --unshallow` first")
     if not verifier.enforced:
         err.print("note: the tree lists no runner keys (challenges/allowed_signers): nothing can verify; "
                   "`challenge keys runner` on each runner prints its line")

@@ -117,6 +117,11 @@ def _git(root: Path, *args: str) -> str:
     raise GitFilesError(f"git {args[0]} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
 
 
+def shallow(root: Path) -> bool:
+    """Whether the clone at `root` lacks part of its history (`git clone --depth`)."""
+    return _git(root, "rev-parse", "--is-shallow-repository").strip() == "true"
+
+
 def head_commit(root: Path) -> str | None:
     """The commit checked out at `root`, or None outside git."""
     done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True,
