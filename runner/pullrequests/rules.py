@@ -206,7 +206,7 @@ def _identity(store: Store, slug: str, participant: str, author: str) -> list[st
             f"{path.relative_to(store.root)}: submit under submissions/<phase>/{author}/"]
 
 
-def _proposed_file(proposal: Proposal, rel: str, load: Callable[[Path], T]) -> T:
+def proposed_file(proposal: Proposal, rel: str, load: Callable[[Path], T]) -> T:
     """Load the proposed file from a scratch copy (same name), naming it by its repository path in errors.
     It is first read as the participant's file it is: refused by size before any parsing, then held
     to the participant policy (strict UTF-8, standard tags, no aliases) before `load` sees it."""
@@ -243,7 +243,7 @@ def _companions(rel: str, submission: Submission | None) -> tuple[str, ...]:
 
 
 def _load(proposal: Proposal, rel: str, *, slug: str, phase: Phase, participant: str) -> Submission:
-    return _proposed_file(proposal, rel, lambda path: load_submission(
+    return proposed_file(proposal, rel, lambda path: load_submission(
         path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind,
         supplementary=phase.supplementary_file_choice))
 
@@ -381,7 +381,7 @@ def _registration_file(store: Store, proposal: Proposal, target: Change, match: 
     elif closed := _registration_closed(store.challenge(slug), now):
         problems.append(f"challenge {slug!r}: {closed}")
     try:
-        _proposed_file(proposal, target.path, load_registration)
+        proposed_file(proposal, target.path, load_registration)
     except ModelError as exc:
         problems.append(str(exc))
     return problems

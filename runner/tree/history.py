@@ -24,6 +24,7 @@ import orjson
 
 from runner.codekey import code_key
 from runner.errors import ChallengeError
+from runner.tree.gitfiles import read_blobs
 from runner.tree.model import Result, parse_time
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
@@ -90,6 +91,7 @@ class History:
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
         self._versions: dict[str, list[tuple[dt.datetime, str]]] | None = None  # files that held several records
         self._times: dict[str, dt.datetime] | None = None  # each commit's time, by sha
+        self.read_from_git: list[str] = []  # the blobs read from git, in order: what reading history cost
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -281,14 +283,9 @@ class History:
             self._blobs.update(self._read_blobs(missing))
 
     def _read_blobs(self, blobs: list[str]) -> dict[str, Result | None]:
-        out = self._git_bytes(["cat-file", "--batch"], "\n".join(blobs).encode() + b"\n")
-        parsed, at = {}, 0
-        for blob in blobs:
-            header_end = out.index(b"\n", at)
-            size = int(out[at:header_end].split()[2])
-            parsed[blob] = _parse(out[header_end + 1:header_end + 1 + size])
-            at = header_end + 1 + size + 1
-        return parsed
+        self.read_from_git.extend(blobs)
+        content = read_blobs(self.store.root, blobs)
+        return {blob: _parse(content[blob]) if blob in content else None for blob in blobs}
 
     def _git(self, *args: str) -> str:
         return self._git_bytes(list(args)).decode("utf-8", errors="replace")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from runner.cli import main
 from runner.evaluation.examples import prepare_workspace
-from runner.pullrequests.rules import Change, Proposal, _proposed_file
+from runner.pullrequests.rules import Change, Proposal, proposed_file
 from runner.tree.located import ModelError, load_yaml
 from tests.helpers import CHALLENGE, IMAGE, PHASE, REPO
 
@@ -97,7 +97,7 @@ def judge(root: Path, kind: Kind, content: bytes) -> None:
     if kind.participant:
         proposal = Proposal("alice", (Change(kind.rel, "added"),), lambda _: content)
         try:
-            _proposed_file(proposal, kind.rel, load_yaml)
+            proposed_file(proposal, kind.rel, load_yaml)
         except ModelError as exc:
             assert "\n" not in str(exc)
 

@@ -116,16 +116,14 @@ def test_snapshots_are_ranked_once_and_kept_between_runs(history_repo):
     assert sum(p.read_bytes().startswith(b'{"as_of"') for p in cache.iterdir()) == 5
 
 
-def test_current_results_stand_for_unchanged_committed_files(history_repo, monkeypatch):
+def test_current_results_stand_for_unchanged_committed_files(history_repo):
     store = Store(history_repo)
     current = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission)
                    .relative_to(history_repo)): r for r in store.results(CHALLENGE, PHASE)}
     add_result(history_repo, "alice", "v1", 0.1)  # changed since it was committed: git's copy counts
     history = History(store)
     snaps = history.snapshots(CHALLENGE, PHASE)
-    read: list[str] = []
-    reader = history._read_blobs
-    monkeypatch.setattr(history, "_read_blobs", lambda blobs: read.extend(blobs) or reader(blobs))
+    read = history.read_from_git
     then = history.results(snaps[-1], current)
     assert [(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in then] == [("alice", 0.6)]
     assert snaps[-1].files[next(p for p in current if "/alice/" in p)] in read  # read from git, not the tree
@@ -133,11 +131,10 @@ def test_current_results_stand_for_unchanged_committed_files(history_repo, monke
 
     commit(history_repo, "2026-03-09T10:00:00Z")  # now committed as it is: the tree's copy stands for it
     current = {path: r for path, r in ((p, store.read_result(history_repo / p)) for p in current)}
-    history, read[:] = History(store), []
-    monkeypatch.setattr(history, "_read_blobs", lambda blobs: read.extend(blobs) or reader(blobs))
+    history = History(store)
     last = history.snapshots(CHALLENGE, PHASE)[-1]
     assert [r.metrics["aggregates"]["dice"]["mean"] for r in history.results(last, current)] == [0.1, 0.9]
-    assert not set(last.files.values()) & set(read)
+    assert not set(last.files.values()) & set(history.read_from_git)
 
 
 def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):

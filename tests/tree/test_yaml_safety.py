@@ -16,7 +16,7 @@ import pytest
 
 from runner.cli import main
 from runner.errors import ChallengeError
-from runner.pullrequests.rules import Change, Proposal, _proposed_file
+from runner.pullrequests.rules import Change, Proposal, proposed_file
 from runner.tree import located
 from runner.tree.located import ORGANIZER, PARTICIPANT, ModelError, YamlPolicy, load_yaml, policy_for
 from tests.helpers import CHALLENGE, PHASE, REPO
@@ -53,7 +53,7 @@ def proposed(content: bytes, rel: str = SUBMISSION) -> str:
     """The one line a pull request adding `content` at `rel` gets from the rules' reading of it."""
     proposal = Proposal("alice", (Change(rel, "added"),), lambda _: content)
     with pytest.raises(ModelError) as info:
-        _proposed_file(proposal, rel, load_yaml)
+        proposed_file(proposal, rel, load_yaml)
     return str(info.value)
 
 
@@ -75,7 +75,7 @@ PROBE = textwrap.dedent("""\
         rules = runner.pullrequests.rules
         content = Path(root, rel).read_bytes()
         try:
-            rules._proposed_file(rules.Proposal("alice", (rules.Change(rel, "added"),), lambda _: content), rel,
+            rules.proposed_file(rules.Proposal("alice", (rules.Change(rel, "added"),), lambda _: content), rel,
                                  load_yaml)
         except ModelError as exc:
             print(exc)
