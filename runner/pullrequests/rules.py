@@ -156,6 +156,7 @@ def _not_added(change: Change) -> list[str]:
 def _submission(store: Store, proposal: Proposal, target: Change, now: dt.datetime,
                 allow_local: bool) -> list[str]:
     match = SUBMISSION_PATH.fullmatch(target.path)
+    assert match is not None  # `_target` chose it by this pattern
     slug, participant, sub_id = match["challenge"], match["participant"], match["id"]
     if problems := _not_added(target) or _where(store, slug, match["phase"]):
         return [*_others(proposal.changes, target), *problems]
