@@ -31,9 +31,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from runner.errors import ChallengeError, printable
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRead
 
 MANIFEST = "manifest.json"
 BLOCK = tarfile.BLOCKSIZE
@@ -50,7 +53,7 @@ NAMES = re.compile(r"manifest\.json|index\.json|oci-layout|repositories"
                    r"|[0-9a-f]{64}(\.json|\.tar|/layer\.tar|/json|/VERSION)?|blobs(/sha256(/[0-9a-f]{64})?)?")
 SIZE = re.compile(r"[0-9]{1,19}")  # ASCII digits only (str.isdigit takes '²'), and a size a file can have
 IGNORED = frozenset({"index.json", "oci-layout", "repositories"})  # names and indexes: the runner writes its own
-COMPRESSIONS: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
+COMPRESSIONS: tuple[tuple[bytes, Callable[[IO[bytes]], SupportsRead[bytes]]], ...] = (
     (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
     (b"BZh", lambda raw: bz2.BZ2File(raw, mode="rb")), (b"\xfd7zXZ\x00", lambda raw: lzma.LZMAFile(raw, mode="rb")))
 FILES = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
@@ -120,7 +123,7 @@ def _unpack(source: Path, scratch: Path, max_bytes: int) -> dict[str, _Stored]:
     return stored
 
 
-def _decompressed(raw: IO[bytes]) -> IO[bytes]:
+def _decompressed(raw: IO[bytes]) -> SupportsRead[bytes]:
     magic = raw.read(6)
     raw.seek(0)
     for prefix, opener in COMPRESSIONS:
@@ -133,7 +136,7 @@ class _Counted:
     """The unpacked tar stream, counting what it gives: at most `max_bytes` in all, and at most
     EXPANSION_MAX times what was read from the file (past EXPANSION_FREE)."""
 
-    def __init__(self, stream: IO[bytes], raw: IO[bytes], max_bytes: int, what: str = "the archive"):
+    def __init__(self, stream: SupportsRead[bytes], raw: IO[bytes], max_bytes: int, what: str = "the archive"):
         self.stream, self.raw, self.max_bytes, self.given, self.what = stream, raw, max_bytes, 0, what
 
     def read(self, size: int) -> bytes:
@@ -319,9 +322,9 @@ def _skip_padding(stream: _Counted, size: int) -> None:
 
 
 def _rebuild(stored: dict[str, _Stored], target: Path, max_bytes: int) -> ArchiveImage:
-    entry = _manifest_entry(stored)
-    config = _named(stored, entry["Config"], "its config")
-    layers = [_named(stored, name, "a layer") for name in entry["Layers"]]
+    config_name, layer_names = _manifest_entry(stored)
+    config = _named(stored, config_name, "its config")
+    layers = [_named(stored, name, "a layer") for name in layer_names]
     _check_config(config, len(layers))
     budget = max_bytes
     for layer in dict.fromkeys(layers):  # what the engine will write to its disk, each layer once
@@ -334,7 +337,8 @@ def _rebuild(stored: dict[str, _Stored], target: Path, max_bytes: int) -> Archiv
     return ArchiveImage(config_sha256=config.sha256, layers=len(layers))
 
 
-def _manifest_entry(stored: dict[str, _Stored]) -> dict[str, Any]:
+def _manifest_entry(stored: dict[str, _Stored]) -> tuple[str, list[str]]:
+    """What the manifest's one image names: its config and its layers."""
     found = stored.get(MANIFEST)
     if found is None:
         raise BadArchive(f"holds no {MANIFEST}: not a docker save archive (docker save -o algorithm.tar IMAGE)")
@@ -347,7 +351,7 @@ def _manifest_entry(stored: dict[str, _Stored]) -> dict[str, Any]:
     config, layers = entry.get("Config"), entry.get("Layers")
     if not isinstance(config, str) or not isinstance(layers, list) or not all(isinstance(n, str) for n in layers):
         raise BadArchive(f"{MANIFEST} names no Config and Layers")
-    return entry
+    return config, layers
 
 
 def _named(stored: dict[str, _Stored], name: str, what: str) -> _Stored:
@@ -366,7 +370,7 @@ def _check_config(config: _Stored, layers: int) -> None:
         raise BadArchive(f"the image's config lists {len(diff_ids)} layers and {MANIFEST} {layers}")
 
 
-def _json(found: _Stored, limit: int, what: str) -> Any:
+def _json(found: _Stored, limit: int, what: str) -> object:
     if found.size > limit:
         raise BadArchive(f"{what} is larger than {limit} bytes")
     try:

@@ -20,14 +20,16 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import docker
 import docker.auth
 import docker.errors
 import docker.types
 import requests
-from docker.models.containers import _create_container_args
+from docker.models.containers import Container, _create_container_args
+from docker.models.resource import Model
+from docker.models.volumes import Volume
 
 from runner.errors import printable
 from runner.execution import archives, baseimage, certificates, users
@@ -107,7 +109,7 @@ class DockerOutputArea:
         self.volume, self.keeper, self.channel = self._provision()
         self.dirty = False  # a container has written since it was last emptied
 
-    def _provision(self):
+    def _provision(self) -> tuple[Volume, Container, KeeperChannel]:
         uid, _, gid = self.user.partition(":")
         volume = self.client.volumes.create(
             name=f"challenge-output-{uuid.uuid4().hex[:12]}", driver="local", labels=self.labels,
@@ -120,7 +122,7 @@ class DockerOutputArea:
                 volume.remove(force=True)
             raise
 
-    def _keeper(self, volume):
+    def _keeper(self, volume: Volume) -> tuple[Container, KeeperChannel]:
         """The keeper holding `volume`, its agent attached. stdin stays open after a detach (StdinOnce
         is off): the agent waits for requests as long as the keeper lives. Its stdout carries the
         outputs, so it is logged nowhere."""
@@ -141,7 +143,7 @@ class DockerOutputArea:
                 keeper.remove(force=True)
             raise
 
-    def mount(self, target: str = "/output") -> dict:
+    def mount(self, target: str = "/output") -> dict[str, dict[str, str]]:
         return {self.volume.name: {"bind": target, "mode": "rw"}}
 
     def collect(self, target: Path, limits: OutputLimits = OutputLimits()) -> int:
@@ -160,7 +162,9 @@ class DockerOutputArea:
 
     def clear(self) -> bool:
         """Empty /output for the next run, lazily: before the next run into this area (`prepare`), or
-        in the background once the area is back in its engine's pool, so no job waits for it."""
+        in the background once the area is back in its engine's pool, so no job waits for it. Always True,
+        as nothing was tried yet: an area that cannot be emptied then is replaced, and a replacement that
+        fails is the next run's SandboxError."""
         return True
 
     def empty(self) -> bool:
@@ -216,7 +220,7 @@ class DockerEngine:
         self._broken: list[DockerOutputArea] = []  # could not be emptied in the background: closed at close()
         self._pool_lock = threading.Lock()  # the pool is given back to from the reaper's threads
         self._reaper: ThreadPoolExecutor | None = None
-        self._removals: list[Future] = []
+        self._removals: list[Future[object]] = []
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self._users: dict[str, RunAs] = {}  # by image ID: an image never changes
         self._configs: dict[str, dict[str, Any]] = {}
@@ -224,7 +228,7 @@ class DockerEngine:
     def __enter__(self) -> DockerEngine:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -275,7 +279,7 @@ class DockerEngine:
         the digest it arrived with, so runs use an ID that no tag can swap."""
         with engine_errors(f"looking up {ref}"):
             try:
-                return self.client.images.get(ref).id
+                return _id(self.client.images.get(ref))
             except docker.errors.ImageNotFound:
                 if "@sha256:" not in ref:
                     raise SandboxError(f"image {ref} is not on this runner") from None
@@ -283,7 +287,7 @@ class DockerEngine:
             image = self.client.images.pull(ref)
         if ref not in image.attrs.get("RepoDigests", []):
             raise SandboxError(f"the pulled image does not carry the digest {ref}")
-        return image.id
+        return _id(image)
 
     def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
               extra_context: Mapping[str, Path] | None = None) -> str:
@@ -312,8 +316,9 @@ class DockerEngine:
                                                     rm=True, forcerm=True)
             except docker.errors.BuildError as exc:
                 raise SandboxError(f"building {folder} failed: {build_failure(exc.build_log, str(exc))}") from None
-        self.trusted.put(tag, image.id)
-        return image.id
+        image_id = _id(image)
+        self.trusted.put(tag, image_id)
+        return image_id
 
     def load_archive(self, path: Path, *, max_bytes: int = ARCHIVE_MAX_BYTES) -> str:
         """Load a `docker save` archive holding one image, rebuilt without names (see `archives`); its image
@@ -330,7 +335,7 @@ class DockerEngine:
                         if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
                             raise  # the engine's own trouble (a full disk): transient, left pending
                         raise BadArchive(f"the engine could not load it: {_load_reason(exc)}") from None
-                found = {image.id for image in images}
+                found = {_id(image) for image in images}
                 self._tags_kept(before, found)
         if len(found) != 1:
             raise BadArchive(f"the archive loaded {len(found)} images; submit exactly one (docker save IMAGE)")
@@ -338,7 +343,7 @@ class DockerEngine:
 
     def _tags(self) -> dict[str, str]:
         """Every tag on the engine and the image it names."""
-        return {tag: image.id for image in self.client.images.list() for tag in image.tags}
+        return {tag: _id(image) for image in self.client.images.list() for tag in image.tags}
 
     def _tags_kept(self, before: Mapping[str, str], loaded: set[str]) -> None:
         """After a load: a tag that now names a `loaded` image and did not before is put back where it was
@@ -427,7 +432,7 @@ class DockerEngine:
             known = self.trusted.get(tag)
         if known is None or not self._present(known):
             with engine_errors(f"looking up {tag}"):
-                known = self.client.images.get(tag).id
+                known = _id(self.client.images.get(tag))
             self.trusted.put(tag, known)
         self.keeper_image = self.keeper_image or known
         return known
@@ -548,7 +553,7 @@ class DockerEngine:
         finally:
             self._remove_later(container)
 
-    def _remove_later(self, container) -> None:
+    def _remove_later(self, container: Container) -> None:
         self._later(container.remove, force=True, v=True)  # v: anonymous volumes too, should the engine make any
 
     def _later(self, chore: Callable[..., object], *args: object, **kwargs: object) -> None:
@@ -558,7 +563,7 @@ class DockerEngine:
         self._removals = [f for f in self._removals if not f.done()]  # a warm runner runs for months
         self._removals.append(self._reaper.submit(chore, *args, **kwargs))
 
-    def _create(self, spec: RunSpec, output: DockerOutputArea | None):
+    def _create(self, spec: RunSpec, output: DockerOutputArea | None) -> Container:
         volumes = {str(m.host): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
         memory = spec.memory
         if output is not None:
@@ -604,7 +609,7 @@ class DockerEngine:
         declared = [path for path in self._config(spec.image).get("Volumes") or {} if path not in taken]
         return {path: f"rw,nosuid,nodev,size={spec.tmp_size}" for path in ["/tmp", *declared]}
 
-    def _start_and_wait(self, container, spec: RunSpec) -> Outcome:
+    def _start_and_wait(self, container: Container, spec: RunSpec) -> Outcome:
         gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)
         with Sampler(memory_reader(container.id), MEMORY_INTERVAL_S) as memory, Sampler(gpu, GPU_INTERVAL_S) as gpus:
             started = time.monotonic()
@@ -675,7 +680,7 @@ def _orphaned(labels: Mapping[str, str]) -> bool:
     return owner_host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
 
 
-def _removed(remove: Callable[..., None], **kwargs) -> int:
+def _removed(remove: Callable[..., None], **kwargs: object) -> int:
     """1 if `remove` removed it; 0 if it was gone already, is being removed by another runner, or (a
     volume) is still in use by a container that is going away: the next sweep takes it."""
     try:
@@ -689,7 +694,7 @@ def _removed(remove: Callable[..., None], **kwargs) -> int:
         raise
 
 
-def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
+def _wait(container: Container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
     """The exit code, whether the time limit was reached, and why the watch stopped it (the container
     is killed in both cases). Without a watch it is one blocking wait, the common case's only cost."""
     started = time.monotonic()
@@ -712,7 +717,7 @@ def _wait(container, spec: RunSpec) -> tuple[int | None, bool, str | None]:
         return container.wait(timeout=30).get("StatusCode"), reason is None, reason
 
 
-def _logs(container) -> tuple[bytes, bytes, bytes]:
+def _logs(container: Container) -> tuple[bytes, bytes, bytes]:
     """The run's stdout, stderr, and both as they came, from one request: the engine frames each chunk
     of a container without a terminal (`_create` gives none one) with its stream (1 stdout, 2 stderr;
     others are the engine's own) and its size."""
@@ -723,7 +728,10 @@ def _logs(container) -> tuple[bytes, bytes, bytes]:
             raise SandboxError(f"reading the logs: the engine answered {response.status_code}",
                                transient=response.status_code >= 500)
         raw = response.content
-    out, err, both, at = [], [], [], 0
+    out: list[bytes] = []
+    err: list[bytes] = []
+    both: list[bytes] = []
+    at = 0
     while at + 8 <= len(raw):
         size = int.from_bytes(raw[at + 4:at + 8], "big")
         chunk = raw[at + 8:at + 8 + size]
@@ -732,6 +740,11 @@ def _logs(container) -> tuple[bytes, bytes, bytes]:
             both.append(chunk)
         at += 8 + size
     return b"".join(out), b"".join(err), b"".join(both)
+
+
+def _id(model: Model) -> str:
+    """An image's ID as the engine gave it (docker-py's `Model.id`: its "Id")."""
+    return cast(str, model.id)  # docker-py has no type information; the engine's IDs are strings
 
 
 def _tail(stream: bytes) -> list[str]:

@@ -122,7 +122,7 @@ class FakeExecutor:
     def __enter__(self) -> FakeExecutor:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- scripting ---------------------------------------------------------------------------

@@ -13,7 +13,6 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 # Byte-code caches differ from machine to machine: never part of a build context or its tag.
 NOT_CONTEXT = ("__pycache__", "*.pyc")
@@ -83,13 +82,13 @@ def assemble_context(folder: Path, extra_context: Mapping[str, Path] | None, des
     return dest
 
 
-def build(engine: Any, folder: Path, *, name: str, base: str | None) -> str:
+def build(engine: object, folder: Path, *, name: str, base: str | None) -> str:
     """`engine.build(folder, ...)`, kept for callers written before the Executor interface; a raw
     Docker client is wrapped in a DockerEngine. New code calls the executor's `build` directly."""
     from runner.execution.sandbox import Executor
 
-    if not isinstance(engine, Executor):
-        from runner.execution.docker_engine import DockerEngine
+    if isinstance(engine, Executor):
+        return engine.build(folder, name=name, base=base)
+    from runner.execution.docker_engine import DockerEngine
 
-        engine = DockerEngine(engine)
-    return engine.build(folder, name=name, base=base)
+    return DockerEngine(engine).build(folder, name=name, base=base)

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import io
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from runner.execution.outputs import UnsafeOutput
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 AGENT = (Path(__file__).with_name("keeper_agent.py")).read_text()
 STDOUT = 1
@@ -31,7 +36,8 @@ class KeeperChannel:
         # The engine's hijacked connection: a raw socket, or a file wrapping one that also keeps the HTTP
         # response alive (collected, it would close the socket).
         self.attached = attached
-        self.connection: socket.socket = getattr(attached, "_sock", attached)  # type: ignore[assignment]
+        # cast: docker-py is untyped; attach_socket gives a socket (over SSH or a named pipe, one with its methods).
+        self.connection = cast(socket.socket, getattr(attached, "_sock", attached))
         self.connection.settimeout(timeout)
         self.frame_left = 0  # stdout bytes left in the engine's current frame
         self.stderr = b""  # the agent's last words, if it crashed (a traceback)
@@ -107,16 +113,17 @@ class Answer(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer) -> int:
         self._check()
         while self.data_left == 0 and not self.ended:
             self._next_frame()
         if self.refusal:
             raise UnsafeOutput(f"/output could not be read: {self.refusal[:300]}")
-        if self.ended or not len(buffer):
-            return 0
-        data = self.channel.stdout(min(len(buffer), self.data_left))
-        buffer[:len(data)] = data
+        with memoryview(buffer) as view:
+            if self.ended or not len(view):
+                return 0
+            data = self.channel.stdout(min(len(view), self.data_left))
+            view[:len(data)] = data
         self.data_left -= len(data)
         return len(data)
 
@@ -154,9 +161,10 @@ class Answer(io.RawIOBase):
             raise self.channel.gone(f"the keeper answered a frame of unknown kind {kind!r}")
 
 
-def _exactly(read, size: int) -> bytes:
+def _exactly(read: Callable[[int], bytes], size: int) -> bytes:
     """`size` bytes from `read(limit)`, which returns at least one byte a call."""
-    parts, left = [], size
+    parts: list[bytes] = []
+    left = size
     while left:
         part = read(left)
         parts.append(part)

@@ -18,11 +18,18 @@ stream; each answer ends with one `e` frame (empty when it went well, else why t
 /output could not be read: the participant's doing) or one `x` frame (the agent's own failure).
 """
 
+from __future__ import annotations  # annotations stay unevaluated: the names below need not exist at run time
+
 import errno
 import os
 import stat
 import sys
 import tarfile
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: these names are for type checkers only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import BinaryIO
 
 ROOT = "/output"
 CHUNK = 1024 * 1024
@@ -33,12 +40,12 @@ BLOCK = tarfile.BLOCKSIZE
 PARTICIPANTS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EACCES, errno.EPERM, errno.EMFILE, errno.ENOTEMPTY}
 
 
-def frame(out, kind, payload):
+def frame(out: BinaryIO, kind: bytes, payload: bytes) -> None:
     out.write(kind + len(payload).to_bytes(4, "big"))
     out.write(payload)
 
 
-def member(path, name, status):
+def member(path: str, name: str, status: os.stat_result) -> tarfile.TarInfo:
     """The tar header of one entry; a regular file's content follows it."""
     info = tarfile.TarInfo(name)
     info.mode, info.mtime = stat.S_IMODE(status.st_mode), int(status.st_mtime)
@@ -61,14 +68,14 @@ def member(path, name, status):
     return info
 
 
-def readable(path, status):
+def readable(path: str, status: os.stat_result) -> None:
     """A participant may take its own read permission away (chmod 000); the keeper, the same user, gives it back."""
     wanted = stat.S_IRUSR | (stat.S_IXUSR if stat.S_ISDIR(status.st_mode) else 0)
     if status.st_mode & wanted != wanted and status.st_uid == os.getuid():
         os.chmod(path, stat.S_IMODE(status.st_mode) | wanted)
 
 
-def write_file(out, path, size):
+def write_file(out: BinaryIO, path: str, size: int) -> None:
     """Exactly `size` bytes of the file (what the header said), padded to a whole block."""
     left = size
     # Never a link's target, never waiting on a FIFO: only what lstat found a regular file is opened.
@@ -81,7 +88,7 @@ def write_file(out, path, size):
         frame(out, b"d", b"\0" * (BLOCK - size % BLOCK))
 
 
-def entry(out, path, name):
+def entry(out: BinaryIO, path: str, name: str) -> bool:
     """One entry's header, and a regular file's content; whether it is a folder to go into."""
     status = os.lstat(path)
     if stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode):
@@ -93,7 +100,7 @@ def entry(out, path, name):
     return info.type == tarfile.DIRTYPE
 
 
-def depth_first(root, name, visit):
+def depth_first(root: str, name: str, visit: Callable[[os.DirEntry[str], str], bool]) -> Iterator[str]:
     """Calls `visit(entry, name)` on each entry under `root` (`name` its path under the top's `name`), depth
     first, going into those it returns True for; yields each folder's path once all in it was visited.
     One open folder per level, never a whole listing: a huge folder or a deep tree does not grow the agent."""
@@ -112,7 +119,7 @@ def depth_first(root, name, visit):
             found.close()
 
 
-def collect(out, root):
+def collect(out: BinaryIO, root: str) -> None:
     """`root` as a tar stream, depth first, its top folder named `output`."""
     entry(out, root, "output")
     for _ in depth_first(root, "output", lambda child, name: entry(out, child.path, name)):
@@ -120,7 +127,7 @@ def collect(out, root):
     frame(out, b"d", b"\0" * (2 * BLOCK))  # the end of the archive
 
 
-def empty(out, root):
+def empty(out: BinaryIO, root: str) -> None:
     """Everything under `root` removed, folders a participant closed (chmod 0) opened first, each folder
     removed as soon as it is empty. Paths past the kernel's limit fail here; the runner then empties
     the area its slower way, or replaces it."""
@@ -133,7 +140,7 @@ def empty(out, root):
             raise OSError(errno.ENOTEMPTY, "not emptied in one pass", root)
 
 
-def opened_or_removed(child, name):
+def opened_or_removed(child: os.DirEntry[str], name: str) -> bool:
     """A folder made enterable and writable (to go into), anything else removed (a link, not its target)."""
     if child.is_dir(follow_symlinks=False):
         os.chmod(child.path, stat.S_IRWXU)
@@ -145,7 +152,7 @@ def opened_or_removed(child, name):
 REQUESTS = {"collect": collect, "empty": empty}
 
 
-def answer(out, request, root=ROOT):
+def answer(out: BinaryIO, request: str, root: str = ROOT) -> None:
     """One request's answer, ended by its `e` or `x` frame."""
     kind, text = b"e", ""
     try:
@@ -160,7 +167,7 @@ def answer(out, request, root=ROOT):
     out.flush()
 
 
-def main():
+def main() -> None:
     for line in sys.stdin:
         if line.strip():
             answer(sys.stdout.buffer, line.strip())

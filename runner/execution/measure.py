@@ -46,7 +46,7 @@ class Sampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
 
@@ -126,12 +126,13 @@ def _used_memory(nvml: ModuleType, handle: object) -> Callable[[], int | None]:
 def _nvml() -> ModuleType:
     """pynvml, initialised (NVML counts its initialisations: a second one costs nothing)."""
     try:
-        import pynvml  # only runners with GPUs need it
+        import pynvml  # type: ignore[import-untyped]  # only runners with GPUs need it; it ships no types
     except ImportError:
         raise GpuUnreadable("NVML cannot be read: pynvml is not installed (install nvidia-ml-py)") from None
-    with _nvml_errors(pynvml, "NVML cannot be read"):
-        pynvml.nvmlInit()
-    return pynvml
+    nvml: ModuleType = pynvml
+    with _nvml_errors(nvml, "NVML cannot be read"):
+        nvml.nvmlInit()
+    return nvml
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import tarfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -62,7 +62,8 @@ def _strip(archive: tarfile.TarFile, prefix: str) -> Iterable[tuple[tarfile.TarI
         yield member, name[len(prefix) + 1:] if name.startswith(prefix + "/") else name
 
 
-def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimits):
+def _checked(members: Iterable[tuple[tarfile.TarInfo, str]],
+             limits: OutputLimits) -> Iterator[tuple[tarfile.TarInfo, str]]:
     count = total = 0
     for member, name in members:
         if member.issym() or member.islnk():
@@ -81,7 +82,7 @@ def _checked(members: Iterable[tuple[tarfile.TarInfo, str]], limits: OutputLimit
         yield member, name
 
 
-def _write_tar(archive: tarfile.TarFile, members, target: Path) -> int:
+def _write_tar(archive: tarfile.TarFile, members: Iterable[tuple[tarfile.TarInfo, str]], target: Path) -> int:
     written = 0
     for member, name in members:
         dest = safe_name(target, name)
