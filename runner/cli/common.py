@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -22,6 +23,9 @@ from runner.tree.store import Store
 from runner.tree.verification import Verifier
 
 ENV_STATE = "CHALLENGE_STATE_DIR"
+# What each command module's register() is given: `add_subparsers()`'s result. argparse's class is generic
+# only in its stubs, so the alias is a string (never evaluated at run time).
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -80,7 +84,7 @@ def stage(label: str, console: Console = err) -> Iterator[None]:
         console.print(f"{label} {ended} {took(time.monotonic() - start)}", markup=False)
 
 
-def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager:
+def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager[Progress | None]:
     if not console.is_terminal:
         console.print(f"{label}...", markup=False)
         return contextlib.nullcontext()

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
@@ -34,7 +35,7 @@ from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
 from . import warm_client
-from .common import UsageError, err, out, state_dir
+from .common import SubParsers, UsageError, err, out, state_dir
 from .keys import runner_keys, runner_store
 
 ENV_GPUS = "CHALLENGE_GPUS"
@@ -45,7 +46,7 @@ TRUSTED_IMAGES = "trusted-images.json"  # in the state folder: the IDs of the im
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     e = sub.add_parser("evaluate", help="evaluate submissions in the sandbox and write their results")
     e.add_argument("submissions", nargs="*", type=Path, help="submission YAML files")
     e.add_argument("--pending", action="store_true", help="every submission that has no result yet")
@@ -199,7 +200,8 @@ def in_shard(key: str, which: tuple[int, int]) -> bool:
     return int(hashlib.sha256(key.encode()).hexdigest(), 16) % total == index - 1
 
 
-def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
+def with_progress(queue: list[Submission], *, store: Store, executor: Executor, config: RunnerConfig,
+                  base: str | None = None, rerun: bool = False, sweep_dead: bool = True) -> list[JobReport]:
     """run_jobs with a progress bar and one coloured line per finished submission."""
     if not queue:
         out.print("nothing to evaluate")
@@ -213,14 +215,15 @@ def with_progress(queue: list[Submission], **kwargs) -> list[JobReport]:
             progress.console.print(f"[{STYLES[report.status]}]{report.status}[/] "
                                    f"{escape(printable(report.submission + detail))}", markup=True, highlight=False)
 
-        def case_done(case: str, index: int, total: int, measured: dict) -> None:
+        def case_done(case: str, index: int, total: int, measured: dict[str, Any]) -> None:
             how = "reused" if measured.get("reused") else f"{measured['wall_time_s']:.2f} s"
             progress.update(task, description=f"evaluating: case {index + 1}/{total} {case} ({how})")
 
         def note(line: str) -> None:  # retries, and what was swept of dead runners
             progress.console.print(f"[yellow]{escape(printable(line))}[/]", markup=True, highlight=False)
 
-        return run_jobs(queue, on_done=done, on_case=case_done, log=note, **kwargs)
+        return run_jobs(queue, store=store, executor=executor, config=config, base=base, rerun=rerun,
+                        sweep_dead=sweep_dead, on_done=done, on_case=case_done, log=note)
 
 
 def progress_bar() -> Progress:

@@ -28,7 +28,7 @@ from runner.tree.signing import (
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path, trusted_signers
 
-from .common import UsageError, err, open_store, out, state_dir
+from .common import SubParsers, UsageError, err, open_store, out, state_dir
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
 ENV_SIGNING_KEY = "CHALLENGE_SIGNING_KEY"
@@ -37,7 +37,7 @@ SIGNING_KEY_FILE = "signing_key"
 RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     keys = sub.add_parser("keys", help="the site's publish key")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     new = keys_sub.add_parser("new", help="make a publish key: print its secret (for the Actions secret) and its "

@@ -18,11 +18,11 @@ from runner.tree.records import Keys
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
 
-from .common import UsageError, open_store, print_table
+from .common import SubParsers, UsageError, open_store, print_table
 from .keys import tree_verifier
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     lb = sub.add_parser("leaderboard", help="print a phase's leaderboard")
     lb.add_argument("challenge")
     lb.add_argument("phase")

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any
 
 from runner.execution.baseimage import DEFAULT_BASE
 from runner.tree.scaffold import NEW_KINDS, PLANS, new_challenge
 
-from .common import out
+from .common import SubParsers, out
 
 
-def register(sub: Any) -> None:
+def register(sub: SubParsers) -> None:
     n = sub.add_parser("new", help="write a new challenge folder that passes `challenge check` and runs in "
                                    "`challenge try`")
     n.add_argument("slug", help="the challenge's name in URLs and folders, e.g. liver-segmentation")

@@ -8,7 +8,7 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import get_args
+from typing import cast, get_args
 
 import pandas as pd
 from rich.table import Table
@@ -24,14 +24,14 @@ from runner.ranking.methods import (
 )
 from runner.ranking.uncertainty import bootstrap
 
-from .common import UsageError, print_table
+from .common import SubParsers, UsageError, print_table
 
 MISSING_TOKENS = {"", "NA", "NaN", "nan", "null"}
 TITLES = {"aggregate-then-rank": "{aggregate}", "rank-then-aggregate": "{aggregate} rank",
           "test-then-rank": "share beaten"}
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     r = sub.add_parser("rank", help="rank per-case results from a CSV file (task, case, algorithm, value)")
     r.add_argument("file", type=Path, help="CSV file: task, case, algorithm, value (NA or empty: missing)")
     r.add_argument("--method", choices=get_args(Method), default="aggregate-then-rank")
@@ -76,7 +76,8 @@ def read_results(path: Path) -> pd.DataFrame:
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise UsageError(f"{path}:1: {missing[0]}: missing column (need {', '.join(COLUMNS)})")
-        rows, first_line = [], {}
+        rows: list[list[str | float]] = []
+        first_line: dict[tuple[str | float, ...], int] = {}
         for row in reader:
             line = reader.line_num
             rows.append(_parse_row(row, path, line))
@@ -88,16 +89,17 @@ def read_results(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _parse_row(row: dict, path: Path, line: int) -> list:
+def _parse_row(row: dict[str, str | None], path: Path, line: int) -> list[str | float]:
+    cells = {column: (row[column] or "").strip() for column in COLUMNS}  # None: a cell a short row lacks
     for column in ("task", "case", "algorithm"):
-        if not (row[column] or "").strip():
+        if not cells[column]:
             raise UsageError(f"{path}:{line}: {column}: empty")
-    text = (row["value"] or "").strip()
+    text = cells["value"]
     try:
         value = math.nan if text in MISSING_TOKENS else float(text)
     except ValueError:
         raise UsageError(f"{path}:{line}: value: not a number: {text!r}") from None
-    return [row["task"].strip(), row["case"].strip(), row["algorithm"].strip(), value]
+    return [cells["task"], cells["case"], cells["algorithm"], value]
 
 
 def _with_intervals(ranking: pd.DataFrame, results: pd.DataFrame, *, spec: RankSpec, samples: int,
@@ -126,11 +128,12 @@ def _table(ranking: pd.DataFrame, *, spec: RankSpec, path: Path) -> Table:
     return table
 
 
-def _number(v) -> str:
-    return "–" if pd.isna(v) else f"{v:.4g}"
+def _number(v: object) -> str:
+    number = cast(float, v)  # a ranking's ranks and values are floats (NaN: none); pandas-stubs says any scalar
+    return "–" if pd.isna(number) else f"{number:.4g}"
 
 
-def _plain(v):
+def _plain(v: object) -> object:
     """JSON-ready: numpy scalars to Python, NaN to null."""
     v = v.item() if hasattr(v, "item") else v
     return None if isinstance(v, float) and math.isnan(v) else v

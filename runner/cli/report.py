@@ -11,12 +11,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from runner.site.build import SiteConfig
 from runner.site.report import build_report, write_report
 
-from .common import err, open_store, out
+from .common import SubParsers, err, open_store, out
 from .keys import tree_verifier
 from .leaderboard import leaderboard_keys
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     r = sub.add_parser("report", help="write a challenge's results report (HTML and Markdown with figures)")
     r.add_argument("challenge")
     r.add_argument("--output", type=Path, metavar="DIR",

@@ -22,7 +22,7 @@ from runner.tree.model import ModelError, Phase, Result, Submission
 from runner.tree.policy import visibility
 from runner.tree.store import Store
 
-from .common import UsageError, err, open_store
+from .common import SubParsers, UsageError, err, open_store
 from .evaluate import (
     add_preserved_dir,
     add_runner_options,
@@ -37,7 +37,7 @@ from .leaderboard import leaderboard_keys
 STYLES = {"written": "green", "kept": "dim", "conflict": "yellow"}
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     r = sub.add_parser("rerun", help="run a phase's algorithms again on another phase's hidden data, as new "
                        "results there (living benchmarks, retraining the best)")
     r.add_argument("challenge")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.tree.schema import NAMES, json_schema, json_schemas
 
+if TYPE_CHECKING:  # not imported to run: `challenge schema` needs none of what the other commands share
+    from .common import SubParsers
 
-def register(sub: Any) -> None:
+
+def register(sub: SubParsers) -> None:
     s = sub.add_parser("schema", help="print the JSON Schema of one file kind, or of all of them by kind")
     s.add_argument("kind", nargs="?", choices=NAMES, help="one kind (default: all, as a mapping by kind)")
     s.set_defaults(func=cmd_schema)

@@ -23,13 +23,13 @@ from runner.pullrequests.github import ENV_TOKEN, GitHub
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
 
-from .common import UsageError, err, open_store, out
+from .common import SubParsers, UsageError, err, open_store, out
 
 VERDICT_FILE = "verdict.json"
 DISPATCH_EVENT = "evaluate"  # what the runner repository's evaluate workflow listens for
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     c = sub.add_parser("check-submission", help="judge a pull request's diff by the submission rules")
     c.add_argument("--author", required=True, help="the pull request author's GitHub login")
     c.add_argument("--base", default="HEAD^1", help="the base commit (default: HEAD^1 of the merge checkout)")
@@ -44,7 +44,7 @@ def register(sub) -> None:
     _register_runner_repository(sub)
 
 
-def _register_pr(sub) -> None:
+def _register_pr(sub: SubParsers) -> None:
     pr = sub.add_parser("pr", help="act on pull requests through the GitHub API").add_subparsers(
         dest="pr_command", required=True)
     r = pr.add_parser("review", help="judge a pull request at a commit, comment, label and merge it")
@@ -63,7 +63,7 @@ def _register_pr(sub) -> None:
     n.set_defaults(func=(cmd_notify))
 
 
-def _register_runner(sub) -> None:
+def _register_runner(sub: SubParsers) -> None:
     p = sub.add_parser("pending", help="count pending submissions and plan evaluation shards")
     p.add_argument("--shards", type=int, default=1, help="at most this many shards")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
@@ -85,7 +85,7 @@ def _register_runner(sub) -> None:
     cr.set_defaults(func=(cmd_commit_results))
 
 
-def _register_dry_run(sub) -> None:
+def _register_dry_run(sub: SubParsers) -> None:
     d = sub.add_parser("dry-run", help="walk one pull request through every workflow step against a local "
                        "GitHub API server, with the real Docker engine")
     d.add_argument("--pr", type=int, required=True)
@@ -101,7 +101,7 @@ def _register_dry_run(sub) -> None:
     d.set_defaults(func=(cmd_dry_run))
 
 
-def _register_runner_repository(sub) -> None:
+def _register_runner_repository(sub: SubParsers) -> None:
     r = sub.add_parser("runner-repo", help="write the private runner repository that evaluates this one's "
                        "submissions on self-hosted GPU runners")
     r.add_argument("dest", type=Path, help="the runner repository's folder (a new clone, say)")
@@ -162,6 +162,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     if result.skipped:
         out.print(f"skipped: {result.skipped}", markup=False)
         return 0
+    assert result.verdict is not None  # review() judges every pull request it does not skip
     _print_verdict(result.verdict)
     out.print(f"#{number}: comment {result.comment}" + (f", merged as {result.merged}" if result.merged else ""))
     if result.merge_error:

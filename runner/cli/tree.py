@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
 from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
 from runner.tree.check import Report, check
 from runner.tree.records import Keys
 
-from .common import err, open_store, out
+from .common import SubParsers, err, open_store, out
 from .keys import runner_keys
 
 
-def register(sub: Any) -> None:
+def register(sub: SubParsers) -> None:
     c = sub.add_parser("check", help="validate the challenge tree, or one file or folder")
     c.add_argument("path", nargs="?", type=Path)
     c.set_defaults(func=cmd_check)

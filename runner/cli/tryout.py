@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,14 +40,14 @@ from runner.ranking.tables import fmt
 from runner.tree.model import Phase, Result, Submission, load_submission, participant_yaml
 from runner.tree.store import Store
 
-from .common import UsageError, err, out, print_table, stage
+from .common import SubParsers, UsageError, err, out, print_table, stage
 from .evaluate import ENV_GPUS, gpu_ids, runner_executor
 
 SCRATCH = Path("build", "try")
 LOG_TAIL = 20  # lines of the failing container's log shown
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     t = sub.add_parser("try", help="run a submission locally as the runner would, on public sample data; "
                                    "writes no result")
     t.add_argument("submission", help="a submission file; with --phase: an image (ID, tag or pinned reference) "
@@ -168,7 +168,7 @@ def _scratch_file(store: Store, file: Path, scratch: Path, *, challenge: str, ph
     return _write(store, scratch, participant_yaml(file).data, challenge=challenge, phase=phase)
 
 
-def _write(store: Store, scratch: Path, body: dict, *, challenge: str, phase: Phase) -> Submission:
+def _write(store: Store, scratch: Path, body: Mapping[str, object], *, challenge: str, phase: Phase) -> Submission:
     path = scratch / "submission" / "try.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")

@@ -17,13 +17,13 @@ from runner.tree.records import read_sealed
 from runner.tree.store import Store
 from runner.tree.verification import Check, Verifier
 
-from .common import UsageError, err, open_store, out, stage
+from .common import SubParsers, UsageError, err, open_store, out, stage
 from .evaluate import add_runner_options, runner_config, runner_executor
 from .keys import publish_keys, runner_keys, tree_verifier
 from .leaderboard import leaderboard_keys
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     v = sub.add_parser("verify", help="check every result's runner signature and provenance")
     v.add_argument("path", nargs="?", type=Path, help="a result file or a folder of them (default: challenges/)")
     v.add_argument("--identity", "-i", type=Path, help="also check the sealed records this key opens (an "

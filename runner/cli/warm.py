@@ -29,11 +29,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, cast
 
 from runner.errors import ChallengeError
 from runner.execution.sandbox import Executor
 
-from .common import UsageError, err, out
+from .common import SubParsers, UsageError, err, out
 from .evaluate import gpu_ids, runner_executor
 from .warm_client import forwarded
 
@@ -41,7 +42,7 @@ READ_TIMEOUT_S = 30.0  # a connection that sends no request, or a client that st
 SWEEP_EVERY_S = 60.0  # what dead runners left is swept at the first job, then at most this often
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     r = sub.add_parser("runner", help="a warm runner process that `challenge evaluate --runner SOCKET` hands its "
                                       "work to (saves each job the runner's start)")
     r.add_argument("--socket", type=Path, required=True, help="the Unix socket to listen on (made owner-only)")
@@ -209,7 +210,8 @@ def _streams(client: _Client) -> Iterator[None]:
     """The job's output (both consoles, and print) goes to the client."""
     stdout, stderr = _Sink(client, "out"), _Sink(client, "err")
     saved = out.file, err.file
-    out.file, err.file = stdout, stderr
+    # rich types Console.file as IO[str]; it uses only what a text stream (TextIOBase) has
+    out.file, err.file = cast(IO[str], stdout), cast(IO[str], stderr)
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             yield

@@ -14,7 +14,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 ENV_RUNNER = "CHALLENGE_RUNNER"
 OPTION = "--runner"
@@ -63,7 +63,7 @@ def forward(path: str, argv: Sequence[str]) -> int:
     return 1
 
 
-def _relay(lines) -> int:
+def _relay(lines: Iterable[str]) -> int:
     for line in lines:
         try:
             message = json.loads(line)

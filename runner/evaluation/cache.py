@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from runner.execution.images import tree_hash
 
@@ -53,7 +53,7 @@ class OutputCache:
             return None
         shutil.copytree(entry / "outputs", dest, dirs_exist_ok=True)
         os.utime(record)  # recently used: evicted last
-        return json.loads(record.read_text())
+        return cast(dict[str, Any], json.loads(record.read_text()))  # the run record put() wrote
 
     def put(self, key: str, outputs: Path, *, record: dict[str, Any]) -> bool:
         """Store atomically (a half-written entry is never visible under its key); False if the

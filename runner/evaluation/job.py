@@ -66,7 +66,7 @@ WORK_PREFIX = "challenge-eval-"  # then the runner's pid: a later runner removes
 CPU_FALLBACK = "none (cpu fallback)"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
 
-CaseCallback = Callable[[str, int, int, dict], None]  # (case or run, index, total, record)
+CaseCallback = Callable[[str, int, int, dict[str, Any]], None]  # (case or run, index, total, record)
 
 
 @dataclass(frozen=True)
@@ -417,7 +417,7 @@ class _Job:
             self.users[image_id] = self.executor.run_as(image_id)
 
     @contextlib.contextmanager
-    def _area(self, limits: Limits, image_id: str):
+    def _area(self, limits: Limits, image_id: str) -> Iterator[OutputArea]:
         """An output area its image's user writes (a tmpfs is owned by one user)."""
         try:
             with self.executor.output_area(limits.output, user=self.users[image_id].user) as area:

@@ -356,8 +356,8 @@ def _finish(job: TrainingRun, outcome: Outcome, area: OutputArea) -> Trained:
     shutil.rmtree(folder.model, ignore_errors=True)
     try:
         job.collect(area, folder.model)
-    except SubmissionFailure as failure:
-        raise _failed(job, folder.save(replace(state, status="failed")), failure.reason) from None
+    except SubmissionFailure as exc:
+        raise _failed(job, folder.save(replace(state, status="failed")), exc.reason) from None
     if not any(p.is_file() for p in folder.model.rglob("*")):
         raise _failed(job, folder.save(replace(state, status="failed")),
                       f"Training failed: it wrote no model into {phase.model_path}")

@@ -74,7 +74,7 @@ class GitHub:
                    api_url=api_url or os.environ.get(ENV_API_URL) or API_URL, **kwargs)
 
     @classmethod
-    def from_env(cls, repository: str | None = None, api_url: str | None = None, **kwargs) -> GitHub:
+    def from_env(cls, repository: str | None = None, api_url: str | None = None, **kwargs: Any) -> GitHub:
         """The repository and credentials a workflow step gets from GitHub Actions' environment."""
         repository = repository or os.environ.get(ENV_REPOSITORY)
         if not repository:

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from runner.pullrequests import gitops
 from runner.pullrequests.github import GitHub, GitHubError, PullRequest
 from runner.pullrequests.rules import Proposal, Verdict, check
-from runner.ranking.leaderboard import scored_document
 from runner.ranking.tables import fmt
 from runner.tree.gitfiles import added
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Phase, Result, load_result
+from runner.tree.model import Phase, Result, load_result, scored_document
 from runner.tree.paths import RESULT_GLOB, submission_of_result
 from runner.tree.policy import Visibility
 from runner.tree.store import Store

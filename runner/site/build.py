@@ -39,9 +39,11 @@ class SiteConfig:
         if not path.is_file():
             raise BuildError(f"{path} not found: run from the repository root or pass --root")
         # mkdocs.yml may carry !!python/name tags for Markdown extensions: read them as plain data.
-        loader = type("Loader", (yaml.SafeLoader,), {})
-        loader.add_multi_constructor("", lambda _loader, _suffix, _node: None)
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_multi_constructor("", lambda _loader, _suffix, _node: None)
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) or {}
         return cls(root=root, stage=root / config.get("docs_dir", "docs"), site=root / config.get("site_dir", "site"),
                    templates=root / "site" / "templates", assets=root / "site" / "assets")
 

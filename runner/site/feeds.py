@@ -16,11 +16,13 @@ until when their scores are withheld.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from runner.ranking.tables import fmt
 from runner.site.catalog import CatalogEntry, platform_name
@@ -71,7 +73,7 @@ def write(wanted: dict[Path, bytes], *, store: Store, entries: list[CatalogEntry
     day = now.date()  # an empty feed is dated by the day it was built on (`atom`)
     for feed in feeds:
         wanted[feed.path] = memo(f"feed {site_url} {'' if feed.entries else day} {feed!r}",
-                                 lambda feed=feed: atom(feed, site_url=site_url, now=now))
+                                 functools.partial(atom, feed, site_url=site_url, now=now))
 
 
 def _page(entry: CatalogEntry, pages: set[str]) -> str:
@@ -183,7 +185,8 @@ def atom(feed: Feed, *, site_url: str | None, now: dt.datetime) -> bytes:
         for term in entry.categories:
             _element(item, "category", term=term)
     ET.indent(top)
-    return ET.tostring(top, encoding="utf-8", xml_declaration=True) + b"\n"
+    xml = cast(bytes, ET.tostring(top, encoding="utf-8", xml_declaration=True))  # bytes for any encoding but "unicode"
+    return xml + b"\n"
 
 
 def _element(parent: ET.Element | None, tag: str, text: str | None = None, **attributes: str) -> ET.Element:

@@ -26,11 +26,12 @@ import logging
 import os
 import pickle
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import material
+import material  # type: ignore[import-untyped]  # mkdocs-material publishes no type information
 import mkdocs
 from mkdocs.commands.build import _build_page, _build_theme_template, _populate_page, build, get_context
 from mkdocs.config import load_config
@@ -74,7 +75,8 @@ class _Recording:
     """The site's files as a page's conversion sees them, noting each link target it looks up."""
 
     def __init__(self, files: Files):
-        self.files, self.lookups = files, {}
+        self.files = files
+        self.lookups: dict[str, bool] = {}
 
     def get_file_from_path(self, path: str) -> File | None:
         found = self.files.get_file_from_path(path)
@@ -119,10 +121,10 @@ def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> No
     files = config.plugins.on_files(files, config=config)
     set_exclusions(files, config)
     nav = config.plugins.on_nav(get_navigation(files, config), config=config, files=files)
-    inclusion = InclusionLevel.is_included
+    inclusion: Callable[[InclusionLevel], bool] = InclusionLevel.is_included  # as mkdocs' Files types it
     doc_files = files.documentation_pages(inclusion=inclusion)
     for file in doc_files:
-        if file.page is None and file.inclusion.is_not_in_nav():
+        if file.page is None and file.inclusion.is_not_in_nav():  # type: ignore[no-untyped-call]  # untyped in mkdocs
             Page(None, file, config)
         assert file.page is not None
         converted[file.src_uri] = _convert(file.page, config, files, cache.converted.get(file.src_uri))
@@ -146,7 +148,8 @@ def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> No
                 config.plugins.on_page_context(get_context(nav, doc_files, config, page), page=page, config=config,
                                                nav=nav)
         else:
-            _build_page(page, config, doc_files, nav, env, excluded=file.inclusion.is_excluded())
+            excluded = file.inclusion.is_excluded()  # type: ignore[no-untyped-call]  # untyped in mkdocs
+            _build_page(page, config, doc_files, nav, env, excluded=excluded)
         rendered[file.src_uri] = (inputs, *_written(file.abs_dest_path))
         if index is not None:
             indexed[file.src_uri] = (inputs, index[start:])
@@ -207,7 +210,7 @@ def _page_hash(site: str, navigation: str, page: Page) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _nav_hash(nav: Navigation, doc_files: list[File]) -> str:
+def _nav_hash(nav: Navigation, doc_files: Sequence[File]) -> str:
     """The navigation each page renders (every title and address, in order) and the list of pages."""
     def walk(items: list[Any]) -> list[Any]:
         return [(type(i).__name__, i.title, getattr(i, "url", None), walk(i.children or [])) for i in items]

@@ -27,12 +27,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import jinja2
 import orjson
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # it publishes no type information
 
 from runner.codekey import code_key
 from runner.ranking.leaderboard import (
@@ -150,7 +150,8 @@ class Memo:
     since history does not change, a rebuild ranks only what is new. No folder: nothing is kept."""
 
     def __init__(self, folder: Path | None, code: str = ""):
-        self.folder, self.used, self.code = folder, set(), code
+        self.folder, self.code = folder, code
+        self.used: set[str] = set()
 
     def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
         if self.folder is None:
@@ -400,7 +401,9 @@ def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str
         files, news = sub.wanted, feeds.result_entries(phase, published, now=run.now)
         digests = {str(rel): _digest(data) for rel, data in files.items()}
         return pickle.dumps((digests, sub.left_out, news, run.memo.used - used), pickle.HIGHEST_PROTOCOL)
-    digests, left_out, news, used = pickle.loads(run.phases.get(key, compute) if key else compute())
+    pickled = pickle.loads(run.phases.get(key, compute) if key else compute())
+    digests, left_out, news, used = cast(tuple[dict[str, str], list[str], list[feeds.Entry], set[str]],
+                                         pickled)  # what compute() pickled
     if files is None and not all(_holds(run, rel, digest) for rel, digest in digests.items()):
         compute()  # the staging folder lost or changed some of them: the same inputs make them again
     if files is None:
@@ -480,7 +483,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
-        page = PhasePage(challenge, phase, board, None, [], snapshots, uncertainty and json.loads(uncertainty),
+        page = PhasePage(challenge, phase, board, None, [], snapshots, json.loads(uncertainty) if uncertainty else None,
                          details=about, supplementary=pdfs, bundled=bundled, trail=trail)
     else:
         status = f"succeeded — {shown.note}"
@@ -496,7 +499,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     for result in results:
         key = f"{result.participant}/{result.submission}"
         published = replace(public_record(result, phase, shown), details=about.get(key))
-        extra = {"excluded": excluded[key]} if key in excluded else {}
+        extra: dict[str, object] = {"excluded": excluded[key]} if key in excluded else {}
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
         extra |= {"verification": trail.verification(key)}
         public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs

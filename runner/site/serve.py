@@ -35,6 +35,7 @@ ANSWER_POLL_S = 0.2  # how often `serve_live` asks whether `mkdocs serve` answer
 NEARBY_PORTS = 100  # how far past a busy port to look for a free one to suggest
 # Asking our own server on 127.0.0.1 never goes through a proxy named in the environment.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+Changes = set[tuple[watchfiles.Change, str]]  # a batch of file events: (what happened, the file's path)
 
 
 class PortUnavailable(ChallengeError):
@@ -90,7 +91,7 @@ def serve_static(folder: Path, port: int, log: Callable[[str], None] = print) ->
             pass
 
 
-def tree_signature(folders: list[Path]) -> tuple:
+def tree_signature(folders: list[Path]) -> tuple[tuple[str, int, int], ...]:
     """Names, sizes and times of every file: changes when anything is edited, added or removed.
     The polling approach `serve_live` used before file events; kept as the benchmark's baseline."""
     return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
@@ -106,7 +107,7 @@ class EditFilter(watchfiles.DefaultFilter):
 
 
 def watch_edits(folders: list[Path], stop: threading.Event, *, quiet_ms: int = QUIET_MS,
-                max_wait_ms: int = MAX_WAIT_MS, ready: Callable[[], None] = lambda: None) -> Iterator[set]:
+                max_wait_ms: int = MAX_WAIT_MS, ready: Callable[[], None] = lambda: None) -> Iterator[Changes]:
     """Batches of changes under `folders` until `stop` is set: a batch ends once no new change came
     for `quiet_ms`, so a burst of writes is one batch. `ready` is called once the watcher is set up
     (its first pass walks the folders, which takes a while with many results)."""
@@ -124,7 +125,7 @@ def watch_edits(folders: list[Path], stop: threading.Event, *, quiet_ms: int = Q
             yield changes
 
 
-def regenerate_safely(regenerate: Callable[[], None], log: Callable[[str], None]) -> bool:
+def regenerate_safely(regenerate: Callable[[], object], log: Callable[[str], None]) -> bool:
     """Regenerate; an organizer's half-written edit (invalid YAML) must not stop the server, so
     a failure is one line in the log, the pages staged before stay, and the next save retries."""
     try:
@@ -140,7 +141,7 @@ def one_line(exc: Exception) -> str:
     return "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
 
-def regenerate_on_edits(folders: list[Path], regenerate: Callable[[], None], log: Callable[[str], None],
+def regenerate_on_edits(folders: list[Path], regenerate: Callable[[], object], log: Callable[[str], None],
                         stop: threading.Event, *, quiet_ms: int = QUIET_MS,
                         ready: Callable[[], None] = lambda: None) -> int:
     """Regenerate once per batch of edits under `folders` until `stop` is set; returns how many
@@ -154,7 +155,7 @@ def regenerate_on_edits(folders: list[Path], regenerate: Callable[[], None], log
     return batches
 
 
-def describe(changes: set) -> str:
+def describe(changes: Changes) -> str:
     """'a change to <path>' or 'N changes': one short phrase for the log."""
     if len(changes) == 1:
         (_, path), = changes
@@ -167,12 +168,16 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def _stop_when_exits(server: subprocess.Popen, stop: threading.Event) -> None:
+def _stop_when_exits(server: subprocess.Popen[bytes], stop: threading.Event) -> None:
     """Stop watching when `mkdocs serve` exits on its own: there is nothing left to serve."""
-    threading.Thread(target=lambda: (server.wait(), stop.set()), daemon=True).start()
+    def wait_then_stop() -> None:
+        server.wait()
+        stop.set()
+
+    threading.Thread(target=wait_then_stop, daemon=True).start()
 
 
-def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: list[Path],
+def serve_live(root: Path, port: int, regenerate: Callable[[], object], watched: list[Path],
                log: Callable[[str], None] = print, *, quiet_ms: int = QUIET_MS) -> int:
     """Regenerate the staging folder whenever a watched file changes; `mkdocs serve` watches the
     staging folder and reloads the browser. "serving on" is logged once it answers. Returns 0 when
@@ -181,7 +186,7 @@ def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: l
     regenerate()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    server: subprocess.Popen | None = None
+    server: subprocess.Popen[bytes] | None = None
     interrupted = False
     try:
         server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"{HOST}:{port}",
@@ -199,7 +204,7 @@ def serve_live(root: Path, port: int, regenerate: Callable[[], None], watched: l
     return 0 if interrupted or code is None else code
 
 
-def _when_answering(url: str, server: subprocess.Popen, then: Callable[[], None]) -> None:
+def _when_answering(url: str, server: subprocess.Popen[bytes], then: Callable[[], None]) -> None:
     """`then()` once `server` answers at `url` (its first build done); nothing if it exits first. The
     watcher's events wait meanwhile, so no edit is missed."""
     while server.poll() is None:
@@ -209,7 +214,7 @@ def _when_answering(url: str, server: subprocess.Popen, then: Callable[[], None]
         time.sleep(ANSWER_POLL_S)
 
 
-def _stop(server: subprocess.Popen) -> int | None:
+def _stop(server: subprocess.Popen[bytes]) -> int | None:
     """Stop `mkdocs serve`; returns its exit code if it had already ended on its own."""
     code = server.poll()
     if code is None:
