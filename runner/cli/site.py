@@ -8,11 +8,11 @@ from pathlib import Path
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 
-from .common import err, open_store, out, port
+from .common import SubParsers, err, open_store, out, port
 from .keys import publish_keys, tree_verifier
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     b = sub.add_parser("build", help="generate pages, then build the static site")
     b.add_argument("--builder", choices=BUILDERS, default="mkdocs")
     b.add_argument("--pages-only", action="store_true", help="only generate the staging folder")
@@ -26,7 +26,11 @@ def register(sub) -> None:
 def generate_pages(root: Path) -> SiteConfig:
     """The staging folder, with what the phases allow now unsealed when the publish key is set."""
     config = SiteConfig.read(root)
-    store = open_store(root, keys=publish_keys(), verifier=tree_verifier(root))  # publishes only what verifies
+    verifier = tree_verifier(root)
+    if verifier.enforced and not verifier.pinned:
+        err.print("note: the runners' keys are read from challenges/allowed_signers, which anyone who can push "
+                  "may edit: pin them in the CHALLENGE_ALLOWED_SIGNERS variable (challenges/organizers.md)")
+    store = open_store(root, keys=publish_keys(), verifier=verifier)  # publishes only what verifies
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
     builder_config(config)  # the navigation just generated, for `mkdocs serve` as for builds

@@ -43,13 +43,14 @@ class Verifier:
 
     root: Path
     signers: Signers | None = None
+    pinned: bool = False  # the keys come from outside the tree, where a writer of the repository cannot add one
     _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
     _latest: dict[str, dt.datetime] | None = None  # per result file: the latest time a record there was signed
 
     @classmethod
     def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
         """SigningError when the trusted keys cannot be known (see `trusted_signers`)."""
-        return cls(root, trusted_signers(root, pinned=pinned))
+        return cls(root, trusted_signers(root, pinned=pinned), pinned=pinned is not None)
 
     @property
     def digest(self) -> str:

@@ -324,3 +324,11 @@ def test_a_root_given_through_a_link_and_a_record_outside_it(signed_repo, tmp_pa
     outside.write_text((signed_repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json").read_text())
     assert main(["--root", str(signed_repo), "verify", str(outside)]) == 1
     assert f"{outside}: its record names another place" in capsys.readouterr().out
+
+
+def test_the_build_says_when_the_keys_are_not_pinned(signed_repo, capsys, monkeypatch):
+    assert main(["--root", str(signed_repo), "build", "--pages-only"]) == 0
+    assert "note: the runners' keys are read from challenges/allowed_signers" in capsys.readouterr().err
+    monkeypatch.setenv("CHALLENGE_ALLOWED_SIGNERS", signers_path(signed_repo).read_text())
+    assert main(["--root", str(signed_repo), "build", "--pages-only"]) == 0
+    assert "note: the runners' keys" not in capsys.readouterr().err
