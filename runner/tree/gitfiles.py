@@ -76,30 +76,43 @@ def versions(root: Path, pathspec: str) -> dict[str, set[str]]:
     tokens = out.split("\0")
     for meta, path in itertools.pairwise(tokens):
         meta = meta.lstrip("\n")
-        if meta.startswith(":") and len(fields := meta.split()) > 4:
+        if meta.startswith(":") and len(fields := meta.split()) > 4 and fields[1] != "160000":  # no submodule
             found.setdefault(path, set()).add(fields[3])
     return found
 
 
-def read_blobs(root: Path, blobs: list[str]) -> dict[str, bytes]:
-    """The content of each blob, from one `git cat-file --batch`; a blob git lacks is left out."""
+MAX_BLOB_BYTES = 8 * 1024**2  # far more than a record the runner writes; a larger file is no result of its
+
+
+def read_blobs(root: Path, blobs: list[str], *, limit: int = MAX_BLOB_BYTES) -> dict[str, bytes]:
+    """The content of each of `blobs` that is a blob of at most `limit` bytes; what git lacks, what is no
+    blob (a submodule's commit, recorded where a file was) and what is larger are left out. Their types
+    and sizes are asked first (`--batch-check`), so nothing large is read."""
     if not blobs:
         return {}
-    done = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="\n".join(blobs).encode() + b"\n",
+    checked = _cat_file(root, "--batch-check", blobs).decode("ascii", errors="replace").splitlines()
+    wanted = []
+    for blob, line in zip(blobs, checked, strict=False):
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == blob and fields[1] == "blob" and int(fields[2]) <= limit:
+            wanted.append(blob)
+    out, found, at = _cat_file(root, "--batch", wanted) if wanted else b"", {}, 0
+    for blob in wanted:
+        end = out.index(b"\n", at)
+        oid, kind, size = out[at:end].decode("ascii", errors="replace").split()
+        if (oid, kind) != (blob, "blob"):
+            raise GitFilesError(f"git cat-file answered {oid} {kind} for blob {blob} in {root}")
+        found[blob] = out[end + 1:end + 1 + int(size)]
+        at = end + 1 + int(size) + 1
+    return found
+
+
+def _cat_file(root: Path, mode: str, objects: list[str]) -> bytes:
+    done = subprocess.run(["git", "cat-file", mode], cwd=root, input="\n".join(objects).encode() + b"\n",
                           capture_output=True, check=False)
     if done.returncode != 0:
         raise GitFilesError(f"git cat-file failed in {root}: {done.stderr.decode(errors='replace').strip()}")
-    found, at = {}, 0
-    for blob in blobs:
-        end = done.stdout.index(b"\n", at)
-        header = done.stdout[at:end].split()
-        if len(header) < 3 or header[1] != b"blob":  # "<id> missing"
-            at = end + 1
-            continue
-        size = int(header[2])
-        found[blob] = done.stdout[end + 1:end + 1 + size]
-        at = end + 1 + size + 1
-    return found
+    return done.stdout
 
 
 class GitFilesError(ChallengeError):

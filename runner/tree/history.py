@@ -91,6 +91,7 @@ class History:
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
         self._versions: dict[str, list[tuple[dt.datetime, str]]] | None = None  # files that held several records
         self._times: dict[str, dt.datetime] | None = None  # each commit's time, by sha
+        self._signed: dict[str, dt.datetime | None] = {}  # a past record's verified signing time, by blob
         self.read_from_git: list[str] = []  # the blobs read from git, in order: what reading history cost
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
@@ -251,9 +252,17 @@ class History:
         verifier = self.store.verifier
         if verifier is None or not verifier.enforced or result.provenance is None:
             return False
-        later = [when for committed, blob in self._held().get(path, ()) if committed <= at
-                 and (record := self._blobs.get(blob)) is not None and (when := verifier.signed_time(record))]
-        return bool(later) and max(later) > parse_time(result.provenance.signed_at)
+        signed = parse_time(result.provenance.signed_at)
+        return any(committed <= at and (when := self._signed_time(path, blob)) is not None and when > signed
+                   for committed, blob in self._held().get(path, ()))
+
+    def _signed_time(self, path: str, blob: str) -> dt.datetime | None:
+        """`Verifier.signed_time` of a past record, once per blob: snapshots share most of their files."""
+        if blob not in self._signed:
+            record, verifier = self._blobs.get(blob), self.store.verifier
+            self._signed[blob] = (verifier.signed_time(record, self.store.root / path)
+                                  if record is not None and verifier is not None else None)
+        return self._signed[blob]
 
     def _committed_at(self) -> dict[str, dt.datetime]:
         if self._times is None:

@@ -241,8 +241,7 @@ def signers_line(principal: str, key: SigningKey, *, valid_after: dt.datetime | 
 
 def _entry(line: str, number: int, source: str) -> Allowed:
     where = f"{source}, line {number}"
-    principals, _, rest = line.partition(" ")
-    rest = rest.strip()
+    principals, rest = _field(line)  # fields part at spaces or tabs, as OpenSSH reads them
     options: dict[str, str | None] = {}
     if not rest.startswith(("ssh-", "ecdsa-", "sk-")):
         text, _, rest = _options(rest)
@@ -251,7 +250,7 @@ def _entry(line: str, number: int, source: str) -> Allowed:
             if match is None:
                 raise SigningError(f"{where}: cannot read the option {item!r}")
             options[match[1].lower()] = match[2]
-        rest = rest.strip()
+        rest = rest.strip(" \t")
     unknown = set(options) - {"namespaces", "valid-after", "valid-before"}
     if unknown:
         raise SigningError(f"{where}: option {sorted(unknown)[0]!r} is not supported (namespaces, valid-after and "
@@ -259,7 +258,7 @@ def _entry(line: str, number: int, source: str) -> Allowed:
     if bare := [name for name, value in options.items() if value is None]:
         raise SigningError(f"{where}: option {bare[0]!r} needs a value (name=\"...\")")
     after, before = _time(options.get("valid-after"), where), _time(options.get("valid-before"), where)
-    kind, _, rest = rest.partition(" ")
+    kind, rest = _field(rest)
     if kind != ED25519:
         raise SigningError(f"{where}: {kind!r} keys are not accepted; runners sign with {ED25519} keys")
     try:
@@ -271,14 +270,20 @@ def _entry(line: str, number: int, source: str) -> Allowed:
                    namespaces=tuple(n.strip() for n in namespaces.split(",")) if namespaces is not None else None)
 
 
+def _field(text: str) -> tuple[str, str]:
+    """The first field of `text` and the rest, split at the first run of spaces and tabs."""
+    first, *rest = re.split(r"[ \t]+", text.strip(" \t"), maxsplit=1)
+    return first, rest[0] if rest else ""
+
+
 def _options(text: str) -> tuple[str, str, str]:
-    """Split `options rest` at the first space outside quotes."""
+    """Split `options rest` at the first space or tab outside quotes."""
     quoted = False
     for i, char in enumerate(text):
         if char == '"':
             quoted = not quoted
-        elif char == " " and not quoted:
-            return text[:i], " ", text[i + 1:]
+        elif char in " \t" and not quoted:
+            return text[:i], char, text[i + 1:]
     return text, "", ""
 
 

@@ -32,7 +32,7 @@ from runner.tree.people import load_teams
 from runner.tree.policy import Visibility, public_record, ranked_record, visibility, withholds
 from runner.tree.records import Keys, local_path, read_local, read_sealed, signed, write_atomic, write_sealed
 from runner.tree.signing import SigningKey
-from runner.tree.verification import Check, Verifier
+from runner.tree.verification import Check, Verifier, written_together
 
 
 class Store:
@@ -123,10 +123,6 @@ class Store:
         path = self.result_path(submission)
         return self.read_result(path) if path.exists() else None
 
-    def runner_result(self, submission: Submission) -> Result | None:
-        """The whole result as this runner wrote it (its git-ignored copy), else what `result` reads."""
-        return self.local(self.result_path(submission)) or self.result(submission)
-
     def results(self, slug: str, phase: str) -> list[Result]:
         """The phase's results: whole where the store's keys open their sealed part, else as public; with a
         verifier, only those it lets through (`publishable`)."""
@@ -159,7 +155,10 @@ class Store:
         public = load_result(path)
         if not public.withheld:
             return public, public
-        return public, (self.copies and self.local(path)) or read_sealed(path, self.keys) or public
+        local = self.local(path) if self.copies else None
+        if local is not None and written_together(public, local):  # not a copy another runner's rerun replaced
+            return public, local
+        return public, read_sealed(path, self.keys) or public
 
     def local(self, public: Path) -> Result | None:
         """The whole result this runner keeps of the public record at `public`, if it keeps one."""

@@ -18,6 +18,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from runner.errors import ChallengeError
 from runner.tree.gitfiles import blob_history, blob_id, read_blobs, versions
 from runner.tree.model import Result, parse_result, parse_time
@@ -45,7 +47,8 @@ class Verifier:
     signers: Signers | None = None
     pinned: bool = False  # the keys come from outside the tree, where a writer of the repository cannot add one
     _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
-    _latest: dict[str, dt.datetime] | None = None  # per result file: the latest time a record there was signed
+    _past: dict[str, list[tuple[dt.datetime, str]]] | None = None  # per file that held several records: each
+    # past record's signing time as it claims it, and its blob
 
     @classmethod
     def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
@@ -84,54 +87,26 @@ class Verifier:
         """`check` for the record the tree holds now at `path` (`result`: the whole record, where `public`, the
         public one, withholds part of it). It fails too where it is not the newest record the runner signed
         for its submission: an older genuine record put back keeps a good signature, so git's history of the
-        file is read for the latest one that verifies, whatever bytes or merges put the old one back."""
-        if path.is_symlink():
-            return Check(reason="its file is a link: a result is a file the runner wrote")
+        file is read for a later one that verifies, whatever bytes or merges put the old one back."""
+        if self._linked(path):
+            return Check(reason="its file, or a folder above it, is a link: a result is a file the runner wrote")
         found = self.check(result, path)
         if not found.verified:
             return found
-        if public is not None and public is not result and not _same_signing(public, result):
+        if public is not None and public is not result and not written_together(public, result):
             return Check(reason="its whole record (sealed, or this runner's copy) is not the one written with its "
                                 "public record: another evaluation's, put back beside it")
         assert result.provenance is not None
-        latest = self._signed_in_history().get(self._relative(path))
-        if latest is not None and latest > parse_time(result.provenance.signed_at):
+        if later := self._signed_later(path, parse_time(result.provenance.signed_at)):
             return Check(reason=f"an older record of its submission put back: its file's git history holds one the "
-                                f"runner signed later ({latest.isoformat()}); evaluate it again with "
+                                f"runner signed later ({later.isoformat()}); evaluate it again with "
                                 "`challenge evaluate --rerun`")
         return found
 
-    def _relative(self, path: Path) -> str:
-        absolute, root = path.absolute(), self.root.absolute()
-        return str(absolute.relative_to(root)) if absolute.is_relative_to(root) else str(absolute)
-
-    def _signed_in_history(self) -> dict[str, dt.datetime]:
-        """Per result file that has held more than one record: the latest signing time of one that verifies
-        (a hand-made record with a time to come counts for nothing). One `git log` and one `git cat-file`."""
-        if self._latest is None:
-            base = TreePaths(self.root).base.relative_to(self.root)
-            held = {path: blobs - {"0" * 40} for path, blobs in versions(self.root, f":(glob){base}/*/results/**")
-                    .items() if path.endswith(".json")}
-            several = {path: blobs for path, blobs in held.items() if len(blobs) > 1}
-            content = read_blobs(self.root, sorted({blob for blobs in several.values() for blob in blobs}))
-            self._latest = {}
-            for path, blobs in several.items():
-                times = [when for blob in blobs if blob in content
-                         and (when := self._signed_time(content[blob], self.root / path)) is not None]
-                if times:
-                    self._latest[path] = max(times)
-        return self._latest
-
-    def _signed_time(self, data: bytes, path: Path) -> dt.datetime | None:
-        try:
-            return self.signed_time(parse_result(data, path))
-        except ChallengeError:
-            return None
-
-    def signed_time(self, record: Result) -> dt.datetime | None:
-        """When a record (of now or of the past) was signed, if its signature verifies; its provenance is not
-        checked against the tree, which has changed since."""
-        if self.signers is None or record.provenance is None:
+    def signed_time(self, record: Result, path: Path) -> dt.datetime | None:
+        """When a record of the file at `path` (of now or of the past) was signed, if it is that file's record
+        and its signature verifies; its provenance is not checked against the tree, which has changed since."""
+        if self.signers is None or record.provenance is None or self._moved(record, path):
             return None
         try:
             when = parse_time(record.provenance.signed_at)
@@ -139,6 +114,46 @@ class Verifier:
         except (BadSignature, ValueError, TypeError):
             return None
         return when
+
+    def _signed_later(self, path: Path, signed: dt.datetime) -> dt.datetime | None:
+        """The time of a genuine record of `path` in git's history signed after `signed`, if there is one. Only
+        the records that claim a later time are verified: none, in a tree nobody tampered with."""
+        claims = sorted(self._history().get(self._relative(path), ()), reverse=True)
+        later = [(when, blob) for when, blob in claims if when > signed]
+        content = read_blobs(self.root, [blob for _, blob in later])
+        for when, blob in later:
+            try:
+                record = parse_result(content[blob], path) if blob in content else None
+            except ChallengeError:
+                continue
+            if record is not None and self.signed_time(record, path) == when:
+                return when
+        return None
+
+    def _history(self) -> dict[str, list[tuple[dt.datetime, str]]]:
+        """For each result file that is in the tree now and held other records before: each record's claimed
+        signing time (read without verifying) and its blob. One `git log` and one `git cat-file` in all."""
+        if self._past is None:
+            base = TreePaths(self.root).base.relative_to(self.root)
+            held = versions(self.root, f":(glob){base}/*/results/**")
+            several = {path: sorted(blobs - {"0" * 40}) for path, blobs in held.items()
+                       if path.endswith(".json") and len(blobs - {"0" * 40}) > 1 and (self.root / path).is_file()}
+            content = read_blobs(self.root, sorted({blob for blobs in several.values() for blob in blobs}))
+            self._past = {path: [(when, blob) for blob in blobs if blob in content
+                                 and (when := _claimed(content[blob])) is not None] for path, blobs in several.items()}
+        return self._past
+
+    def _relative(self, path: Path) -> str:
+        absolute, root = path.absolute(), self.root.absolute()
+        return str(absolute.relative_to(root)) if absolute.is_relative_to(root) else str(absolute)
+
+    def _linked(self, path: Path) -> bool:
+        """Whether `path`, or a folder between the root and it, is a link (it may point anywhere: another
+        participant's folder, one whose history is not this path's)."""
+        absolute, root = path.absolute(), self.root.absolute()
+        if not absolute.is_relative_to(root):
+            return path.is_symlink()
+        return path.resolve() != root.resolve() / absolute.relative_to(root)
 
     def _moved(self, result: Result, path: Path) -> str:
         paths = TreePaths(self.root)
@@ -150,7 +165,7 @@ class Verifier:
         assert result.provenance is not None
         paths = TreePaths(self.root)
         submission = paths.submission_file(result.challenge, result.phase, result.participant, result.submission)
-        if submission.is_symlink() or not submission.is_file():  # a link may point anywhere (/dev/zero)
+        if self._linked(submission) or not submission.is_file():  # a link may point anywhere (/dev/zero)
             return Check(reason=f"its submission file {submission.relative_to(self.root)} is not in the tree")
         try:
             now = blob_id(submission.read_bytes())
@@ -178,7 +193,16 @@ def signers_path(root: Path) -> Path:
     return TreePaths(root).base / ALLOWED_SIGNERS
 
 
-def _same_signing(public: Result, whole: Result) -> bool:
+def _claimed(data: bytes) -> dt.datetime | None:
+    """The signing time a record's bytes claim, read without verifying anything; None when unreadable."""
+    try:
+        document = orjson.loads(data)
+        return parse_time(document["provenance"]["signed_at"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def written_together(public: Result, whole: Result) -> bool:
     """Whether two records were written together, by one evaluation (the public one withholds part)."""
     return (public.provenance == whole.provenance
             and (public.challenge, public.phase, public.participant, public.submission)

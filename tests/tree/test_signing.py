@@ -85,6 +85,13 @@ def test_rotation_by_validity_windows():
         signers.verify(signed(new, {"a": 1}), when=early)
 
 
+def test_fields_part_at_tabs_as_openssh_reads_them():
+    key = new_key()
+    signers = parse_signers(f'gpu-1\tnamespaces="challenge-result",valid-before="20200101Z"\t{key.public}', source="s")
+    with pytest.raises(BadSignature, match="outside its key's validity"):  # expired, as ssh-keygen says too
+        signers.verify(signed(key, {"a": 1}), when=WHEN)
+
+
 def test_a_key_for_another_namespace_signs_no_result():
     key = new_key()
     signers = parse_signers(f'gpu-1 namespaces="git" {key.public}', source="s")

@@ -332,3 +332,53 @@ def test_the_build_says_when_the_keys_are_not_pinned(signed_repo, capsys, monkey
     monkeypatch.setenv("CHALLENGE_ALLOWED_SIGNERS", signers_path(signed_repo).read_text())
     assert main(["--root", str(signed_repo), "build", "--pages-only"]) == 0
     assert "note: the runners' keys" not in capsys.readouterr().err
+
+
+def test_what_a_writer_leaves_in_a_files_history_cannot_unseat_or_hide(rerun_repo, capsys):
+    repo, store, first = rerun_repo
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    # bob's genuine record, signed later, committed at alice's path and reverted: it is no record of hers.
+    bob = add_signed_result(repo, store, "bob", 0.5, now=NOW + dt.timedelta(days=5))
+    genuine = (repo / ALICE).read_bytes()
+    (repo / ALICE).write_bytes(bob.read_bytes())
+    commit(repo, "2026-03-03T12:00:00+00:00", "bob's record at alice's path")
+    (repo / ALICE).write_bytes(genuine)
+    commit(repo, "2026-03-03T13:00:00+00:00", "reverted")
+    # A submodule's commit recorded where a result was: no blob to read, no traceback.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    link = f"challenges/{CHALLENGE}/results/{PHASE}/carol/v1.json"
+    git("update-index", "--add", "--cacheinfo", f"160000,{head},{link}")
+    git("commit", "-q", "-m", "a gitlink")
+    git("rm", "-q", "--cached", link)
+    git("commit", "-q", "-m", "gone")
+    assert main(["--root", str(repo), "verify"]) == 0
+    (repo / ALICE).write_bytes(first)  # and the old record put back is still found
+    commit(repo, "2026-03-04T12:00:00+00:00", "restore")
+    assert main(["--root", str(repo), "verify"]) == 1
+    assert "an older record of its submission put back" in capsys.readouterr().out
+    assert main(["--root", str(repo), "build", "--pages-only"]) == 0
+
+
+def test_a_participant_folder_made_a_link_fails(rerun_repo, capsys):
+    repo, _, _ = rerun_repo
+    results = repo / "challenges" / CHALLENGE / "results" / PHASE
+    (results / "alice").rename(repo / "stash")
+    (results / "alice").symlink_to(repo / "stash")
+    assert main(["--root", str(repo), "verify"]) == 1
+    assert f"{ALICE}: its file, or a folder above it, is a link" in capsys.readouterr().out
+
+
+def test_a_runners_copy_replaced_by_another_runners_rerun_is_not_used(repo, tmp_path):
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    edit_yaml(phase_file(repo), blind=True)
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    first = Store(repo, signer=key, withheld=tmp_path / "runner-a")  # keeps its own copies
+    record = add_signed_result(repo, first, "alice", 0.95, now=NOW)
+    add_signed_result(repo, Store(repo, signer=key, withheld=tmp_path / "runner-b"), "alice", 0.81,
+                      now=NOW + dt.timedelta(days=1))
+    runner_a = Store(repo, withheld=tmp_path / "runner-a", verifier=Verifier.of(repo))
+    public, whole = runner_a.read_records(record)
+    assert whole is public  # runner A's stale copy is not the record now
+    [(_, _, check)] = runner_a.checked(CHALLENGE, PHASE)
+    assert check is not None and check.verified
