@@ -120,12 +120,13 @@ class GitFilesError(ChallengeError):
 
 
 def _git(root: Path, *args: str) -> str:
-    """git's output (bytes past UTF-8 kept as surrogate escapes), '' outside a repository."""
+    """git's output (bytes past UTF-8 kept as surrogate escapes), '' outside a repository or before its first
+    commit."""
     done = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
     if done.returncode == 0:
         return done.stdout.decode("utf-8", errors="surrogateescape")
-    inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False)
-    if inside.returncode != 0:
+    head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, check=False)
+    if head.returncode != 0:  # not a repository, or one with no commit yet: no history
         return ""
     raise GitFilesError(f"git {args[0]} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
 

@@ -123,6 +123,15 @@ class Store:
         path = self.result_path(submission)
         return self.read_result(path) if path.exists() else None
 
+    def runner_result(self, submission: Submission) -> Result | None:
+        """The whole result as this runner wrote it (its git-ignored copy: logs' last lines too, which no
+        public record holds), where it is the one written with the public record; else what `result` reads."""
+        path = self.result_path(submission)
+        local = self.local(path)
+        if local is not None and (not path.is_file() or written_together(load_result(path), local)):
+            return local
+        return self.result(submission)
+
     def results(self, slug: str, phase: str) -> list[Result]:
         """The phase's results: whole where the store's keys open their sealed part, else as public; with a
         verifier, only those it lets through (`publishable`)."""

@@ -55,3 +55,7 @@ def test_versions_holds_every_blob_a_file_had_whatever_merge_or_name(tmp_path: P
     assert read_blobs(repo, sorted(found["challenges/ålice\tq\"uote.json"])) == {blob_id(b"A"): b"A",
                                                                                 blob_id(b"B"): b"B"}
     assert versions(tmp_path, ":(glob)challenges/*") == {}  # outside git
+    fresh = tmp_path / "fresh"
+    (fresh / "challenges").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=fresh, check=True)
+    assert versions(fresh, ":(glob)challenges/*") == {}  # a repository with no commit yet
