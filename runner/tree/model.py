@@ -415,7 +415,8 @@ class PhaseOptions:
     parent: Annotated[Slug | None, meta(
         "A phase of this challenge where a participant needs a succeeded result before submitting here.",
         gc="parent")] = None
-    public: Annotated[Bool, meta("false publishes nothing of this phase: no leaderboard, link or result.",
+    public: Annotated[Bool, meta("false hides the phase: no leaderboard, link or result is published, and it takes "
+                                 "no submissions.",
                                  gc="public")] = True
     auto_publish_new_results: Annotated[Bool, meta(
         "false shows a result only once an organizer lists its participant/id in approvals/<phase>.yml.",

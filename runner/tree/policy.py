@@ -33,6 +33,8 @@ class Window:
 
 
 def window(phase: Phase, now: dt.datetime) -> Window:
+    if not phase.public:  # grand-challenge's hidden phase: nobody sees it, so nobody submits to it
+        return Window(False, f"phase {phase.title!r} is not public (public: false): it takes no submissions")
     if phase.submissions_limit_per_user_per_period == 0:
         return Window(False, f"phase {phase.title!r} takes no submissions (its limit per participant is 0)")
     if phase.submissions_open_at and now < phase.submissions_open_at:

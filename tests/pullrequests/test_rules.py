@@ -207,6 +207,12 @@ def test_a_closed_phase_says_when_it_closed(github, repo):
     assert line == "phase 'Final test' closed on 2027-12-31 23:59 UTC (2 days ago)"
 
 
+def test_a_hidden_phase_takes_no_submissions(github, repo):
+    edit_yaml(phase_file(repo), public=False)
+    assert refused(github, repo, {sub(): text()}) == ("phase 'Final test' is not public (public: false): it takes "
+                                                      "no submissions")
+
+
 def test_a_phase_not_yet_open_says_when_it_opens(github, repo):
     line = refused(github, repo, {sub(): text()}, now=dt.datetime(2025, 12, 31, 21, tzinfo=UTC))
     assert line == "phase 'Final test' opens on 2026-01-01 00:00 UTC (in 3 hours)"

@@ -27,6 +27,9 @@ def test_window_says_when_a_phase_opens_or_closed(phase):
     closed = phase(submissions_open_at=None, submissions_close_at=NOW - dt.timedelta(days=3))
     assert window(closed, NOW).reason == "phase 'Final test' closed on 2026-05-29 12:00 UTC (3 days ago)"
     assert not window(phase(submissions_limit_per_user_per_period=0), NOW).open
+    hidden = window(phase(public=False), NOW)  # nobody sees it: nobody submits to it
+    assert not hidden.open
+    assert hidden.reason == "phase 'Final test' is not public (public: false): it takes no submissions"
 
 
 @pytest.mark.parametrize("changes, approved, expected", [
