@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from runner.site.templating import text
-from runner.tree.model import MEASUREMENTS, SUMMARIES
+from runner.tree.model import MEASUREMENTS, SUMMARIES, UNSUPPORTED_GC_OPTIONS
 from runner.tree.schema import KINDS, json_schema
 
 INTRO = """\
@@ -61,7 +61,23 @@ def reference_markdown() -> str:
         schema = json_schema(kind.name)
         parts.append(f"## {kind.name}: `{kind.where}`\n\n{_words(schema.get('description', ''))}\n")
         parts.extend(_sections(schema, schema, "", 3))
+    parts.append(unsupported())
     return "\n".join(parts)
+
+
+def unsupported() -> str:
+    """grand-challenge's Phase options that do not carry over, and what stands for each here."""
+    rows = "\n".join(f"| {_field(name)} | {_words(why)} |" for name, why in sorted(UNSUPPORTED_GC_OPTIONS.items()))
+    return f"""\
+## grand-challenge's Phase options that do not carry over
+
+A phase file that sets one of these is refused with the line below, so that nothing is silently
+dropped; every other option of grand-challenge's Phase is read under its own name (above).
+
+| grand-challenge option | what stands for it here |
+| --- | --- |
+{rows}
+"""
 
 
 def measurements() -> str:

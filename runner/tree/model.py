@@ -946,8 +946,29 @@ def url_file(url: str) -> str | None:
     return last if NAME.fullmatch(last) else None
 
 
-MOVED: dict[Key, str] = {("algorithm_resources", "time_limit"): "set algorithm_time_limit instead (grand-challenge's "
-                                                                 "name)"}
+# grand-challenge's Phase options that do not carry over, each with what stands for it here: named in the
+# field reference, and instead of a "did you mean" when a phase file sets one.
+UNSUPPORTED_GC_OPTIONS: dict[str, str] = {
+    "allow_submission_comments": "a submission file's description is shown on the leaderboard and its result page",
+    "display_submission_comments": "a submission file's description is shown on the leaderboard and its result "
+                                   "page",
+    "supplementary_url_choice": "a submission file may give publication_url and code_url, linked from the "
+                                "leaderboard",
+    "supplementary_url_label": "publication_url and code_url are labelled as such on the leaderboard",
+    "supplementary_url_help_text": "publication_url and code_url are explained in the phase's How to submit box",
+    "show_supplementary_url": "publication_url and code_url are shown wherever a submission gives them",
+    "supplementary_file_help_text": "supplementary_file_choice and supplementary_file_label carry over; write "
+                                    "further help in the challenge's submit page",
+    "show_supplementary_file_link": "a supplementary PDF is linked from the leaderboard wherever one was sent",
+    "submission_page_html": "write the phase's instructions in the challenge's Markdown pages (submit.md); HTML "
+                            "from a phase file is not published",
+    "creator_must_be_verified": "set registration: required in challenge.yml: an organizer merges each "
+                                "participant's registration",
+}
+MOVED: dict[Key, str] = {
+    ("algorithm_resources", "time_limit"): "set algorithm_time_limit instead (grand-challenge's name)",
+    **{(name,): f"grand-challenge's {name} does not carry over: {why}" for name, why in UNSUPPORTED_GC_OPTIONS.items()},
+}
 
 
 def load_phase(path: Path, challenge: str) -> Phase:

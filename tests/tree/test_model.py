@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from runner.cli import main
 from runner.errors import printable
+from runner.site.reference import reference_markdown
 from runner.tree.check import check
 from runner.tree.located import ModelError
 from runner.tree.model import Result, check_image_ref, load_challenge, load_phase, load_result
@@ -56,6 +58,17 @@ def test_unknown_field_is_located(repo):
         load_phase(path, CHALLENGE)
     assert (info.value.line, info.value.field) == (line, "score_jsonpth")
     assert info.value.message == "unknown field; did you mean 'score_jsonpath'?"
+
+
+def test_a_grand_challenge_option_that_does_not_carry_over_says_what_stands_for_it(repo):
+    path = phase_file(repo)
+    path.write_text(path.read_text() + "allow_submission_comments: true\n")
+    with pytest.raises(ModelError) as info:
+        load_phase(path, CHALLENGE)
+    assert info.value.field == "allow_submission_comments"
+    assert info.value.message == ("grand-challenge's allow_submission_comments does not carry over: a submission "
+                                  "file's description is shown on the leaderboard and its result page")
+    assert "allow_submission_comments" in html.unescape(reference_markdown())  # the field reference lists each
 
 
 def test_wrong_type_in_nested_column_is_located(repo):
