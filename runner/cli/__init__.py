@@ -26,6 +26,7 @@ COMMANDS = {
     "new": "new", "try": "tryout", "data": "data",
     "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys", "runner": "warm",
     "rerun": "reruns", "preserve": "reruns", "doctor": "doctor", "verify": "verify", "reproduce": "verify",
+    "status": "status",
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 

@@ -26,12 +26,11 @@ from runner.tree.model import (
     Phase,
     Submission,
     load_submission,
-    parse_time,
 )
 from runner.tree.paths import CHALLENGES, REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
-from runner.tree.policy import plural, when, window
+from runner.tree.policy import Allowance, allowance, when, window
 from runner.tree.references import image_refusal
 from runner.tree.sharing import algorithm_identity, describe, same_image
 from runner.tree.store import Store
@@ -317,27 +316,20 @@ def _parent(store: Store, phase: Phase, participant: str) -> list[str]:
 
 
 def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.datetime) -> list[str]:
-    """grand-challenge's limit: N submissions per participant per period of D days (all time if no D).
-    Results count by when they were submitted; pending submissions always count."""
-    limit, days = phase.submissions_limit_per_user_per_period, phase.submission_limit_period
-    if not limit:
+    """grand-challenge's limit (`policy.allowance`): refused when none is left with this one counted."""
+    stands = standing(store, phase, participant, now=now, besides=sub_id)
+    if stands.left is None or stands.left > 0 or stands.limit == 0:  # a limit of 0: `window` says it is closed
         return []
-    since = now - dt.timedelta(days=days) if days else None
-    times = sorted(parse_time(r.created_at) for r in store.results(phase.challenge, phase.slug)
-                   if r.participant == participant
-                   and (r.status == "succeeded" or phase.count_failed_submissions)
-                   and (since is None or parse_time(r.created_at) >= since))
+    return [stands.line(phase, participant, now)]
+
+
+def standing(store: Store, phase: Phase, participant: str, *, now: dt.datetime, besides: str = "") -> Allowance:
+    """Where `participant` stands against the phase's limit: their results there, and their pending
+    submissions but `besides` (the one being judged)."""
+    results = [r for r in store.results(phase.challenge, phase.slug) if r.participant == participant]
     pending = [s for s in store.pending() if (s.challenge, s.phase, s.participant) ==
-               (phase.challenge, phase.slug, participant) and s.id != sub_id]
-    if len(times) + len(pending) < limit:
-        return []
-    per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
-    line = (f"phase {phase.title!r} allows {plural(limit, 'submission')} {per} and {participant!r} "
-            f"has {len(times)} evaluated and {len(pending)} pending")
-    leaving = len(times) + len(pending) - limit + 1  # results that must age out before one more fits
-    if days and leaving <= len(times):
-        line += f"; you can submit again on {when(times[leaving - 1] + dt.timedelta(days=days), now)}"
-    return [line]
+               (phase.challenge, phase.slug, participant) and s.id != besides]
+    return allowance(phase, results, pending=len(pending), now=now)
 
 
 # --- registrations -----------------------------------------------------------------------------

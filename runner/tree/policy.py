@@ -1,6 +1,6 @@
 """What a phase allows now: whether it takes submissions, and what may be shown of a result.
 
-The one home of these rules. The pull-request rules ask `window`; the site, the pull-request
+The one home of these rules. The pull-request rules ask `window` and `allowance`; the site, the pull-request
 comments and the leaderboard command ask `visibility`, and the store writes each result's public
 record through `public_record`, so no two of them can disagree about a blind phase, an unapproved
 result or a phase that shows only its leaderboard's columns.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.tree.jsonpaths import compiled
-from runner.tree.model import Phase, Result, RunRecord, scored_document
+from runner.tree.model import Phase, Result, RunRecord, parse_time, scored_document
 
 # What a phase that withholds scores or per-case values publishes of a result whose evaluation failed.
 EVALUATION_FAILED = ("The evaluation failed; its reason may hold what this phase withholds and is sealed for the "
@@ -42,6 +42,49 @@ def window(phase: Phase, now: dt.datetime) -> Window:
     if phase.submissions_close_at and now >= phase.submissions_close_at:
         return Window(False, f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}")
     return Window(True)
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """Where a participant (a login, or a team: its members share the count) stands against the phase's
+    limit of N submissions per period: what counts now, how many are left, and when one more fits."""
+
+    limit: int | None  # None: no limit
+    days: int | None  # the period; None: the limit is for all time
+    evaluated: int  # results submitted within the period that count (failed ones where the phase says so)
+    pending: int  # submitted, not yet evaluated: they always count
+    next_at: dt.datetime | None  # when one more fits, where none is left now and one can age out
+
+    @property
+    def left(self) -> int | None:
+        return None if self.limit is None else max(self.limit - self.evaluated - self.pending, 0)
+
+    def line(self, phase: Phase, participant: str, now: dt.datetime) -> str:
+        """One sentence for the participant: the refusal when none is left, else what remains."""
+        if self.limit is None:
+            return f"phase {phase.title!r} has no submission limit"
+        per = ("per day" if self.days == 1 else f"per {self.days} days") if self.days else "in all"
+        counted = f"{participant!r} has {self.evaluated} evaluated and {self.pending} pending"
+        if self.left:
+            return f"phase {phase.title!r} allows {plural(self.limit, 'submission')} {per}; {counted}: " \
+                   f"{self.left} left"
+        line = f"phase {phase.title!r} allows {plural(self.limit, 'submission')} {per} and {counted}"
+        return line + (f"; you can submit again on {when(self.next_at, now)}" if self.next_at else "")
+
+
+def allowance(phase: Phase, results: list[Result], *, pending: int, now: dt.datetime) -> Allowance:
+    """grand-challenge's limit for one participant, from their `results` in the phase and their `pending`
+    submissions: results count by when they were submitted, within the period (all time without one)."""
+    limit, days = phase.submissions_limit_per_user_per_period, phase.submission_limit_period
+    if limit is None:
+        return Allowance(None, days, len(results), pending, None)
+    since = now - dt.timedelta(days=days) if days else None
+    times = sorted(parse_time(r.created_at) for r in results
+                   if (r.status == "succeeded" or phase.count_failed_submissions)
+                   and (since is None or parse_time(r.created_at) >= since))
+    leaving = len(times) + pending - limit + 1  # results that must age out before one more fits
+    next_at = times[leaving - 1] + dt.timedelta(days=days) if days and 0 < leaving <= len(times) else None
+    return Allowance(limit, days, len(times), pending, next_at)
 
 
 @dataclass(frozen=True)
