@@ -63,6 +63,7 @@ class Verdict:
     path: str | None
     problems: tuple[str, ...]
     notes: tuple[str, ...] = ()  # for organizers, never a refusal (the same image as another participant's)
+    standing: str = ""  # for the participant, once accepted: what is left of the limit with this one counted
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,8 @@ def check(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_ima
     verdict and a comment."""
     verdict = _verdict(store, proposal, now=now, allow_local_images=allow_local_images)
     return Verdict(verdict.kind, verdict.path and printable(verdict.path),
-                   tuple(printable(line) for line in verdict.problems), tuple(printable(n) for n in verdict.notes))
+                   tuple(printable(line) for line in verdict.problems), tuple(printable(n) for n in verdict.notes),
+                   printable(verdict.standing))
 
 
 def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_images: bool) -> Verdict:
@@ -94,7 +96,10 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
         problems = _registration_file(store, proposal, target, match, now)
         return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
     refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
-    return Verdict("submission", target.path, refusals, () if refusals else tuple(_notes(store, proposal, target)))
+    if refusals:
+        return Verdict("submission", target.path, refusals)
+    return Verdict("submission", target.path, refusals, tuple(_notes(store, proposal, target)),
+                   _standing_after(store, target, now))
 
 
 def _result(path: str | None) -> bool:
@@ -323,13 +328,23 @@ def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.da
     return [stands.line(phase, participant, now)]
 
 
-def standing(store: Store, phase: Phase, participant: str, *, now: dt.datetime, besides: str = "") -> Allowance:
+def standing(store: Store, phase: Phase, participant: str, *, now: dt.datetime, besides: str = "",
+             counting: int = 0) -> Allowance:
     """Where `participant` stands against the phase's limit: their results there, and their pending
-    submissions but `besides` (the one being judged)."""
+    submissions but `besides` (the one being judged), and `counting` more (it, once accepted)."""
     results = [r for r in store.results(phase.challenge, phase.slug) if r.participant == participant]
     pending = [s for s in store.pending() if (s.challenge, s.phase, s.participant) ==
                (phase.challenge, phase.slug, participant) and s.id != besides]
-    return allowance(phase, results, pending=len(pending), now=now)
+    return allowance(phase, results, pending=len(pending) + counting, now=now)
+
+
+def _standing_after(store: Store, target: Change, now: dt.datetime) -> str:
+    """What the accepted submission leaves of its participant's limit (the acceptance comment says it)."""
+    match = SUBMISSION_PATH.fullmatch(target.path)
+    assert match is not None  # `_target` chose it by this pattern
+    phase = store.phase(match["challenge"], match["phase"])
+    after = standing(store, phase, match["participant"], now=now, besides=match["id"], counting=1)
+    return after.line(phase, match["participant"], now)
 
 
 # --- registrations -----------------------------------------------------------------------------

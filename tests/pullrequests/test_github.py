@@ -54,6 +54,9 @@ def test_a_valid_fork_submission_is_commented_labelled_and_merged(github, hub, r
     body = pull.comments[0]["body"]
     assert body.startswith(VERDICT_MARKER) and f"Submission `{sub()}` accepted" in body
     assert f"Merged as {outcome.merged[:12]}" in body
+    # The participant learns what is left of the limit, this submission counted.
+    assert ("Your submissions: `phase 'Final test' allows 3 submissions per day; 'alice' has 0 evaluated and 1 "
+            "pending: 2 left`") in body
     assert git(origin, "show", f"main:{sub()}") == text().strip()
     assert git(origin, "log", "-1", "--format=%s", "main") == f"Submission {sub()} (#1)"
     assert "PUT /repos/org/challenges/pulls/1/merge" in github.requests
@@ -160,7 +163,8 @@ def test_a_result_is_commented_on_its_pull_request_once(github, hub, repo):
 def test_a_failed_result_shows_its_reason_as_code(github, hub, repo):
     pull = merged_with_result(github, hub, repo, status="failed")
     notify(hub, Store(repo), commit="HEAD", now=NOW)
-    assert pull.comments[-1]["body"].endswith("failed\n\n```\nAlgorithm failed: boom\n```")
+    assert "failed\n\n```\nAlgorithm failed: boom\n```\n\nYour submissions: `phase 'Final test' allows 3 " \
+           "submissions per day; 'alice' has 0 evaluated and 0 pending: 3 left`" in pull.comments[-1]["body"]
     assert _fenced("x ```` @everyone") == "`````\nx ```` @everyone\n`````"
 
 
