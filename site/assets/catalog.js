@@ -2,10 +2,11 @@
 // that follow the other filters (values within a facet are alternatives, facets narrow each other),
 // full-text search over the cards and the challenges' own pages (their words, from the file the
 // catalog's data-search names, fetched on the first search), sorting, and the whole state in the
-// query string, so a link, a reload and back/forward give the same view. The cards and facets are
-// rendered by the build; this only hides, counts and reorders them.
+// query string, so a link, a reload and back/forward give the same view (the words as `search=`: the
+// theme opens its own search over the page for `q=`). The cards and facets are rendered by the build;
+// this only hides, counts and reorders them. On a phone the filters fold into one toggle.
 (function () {
-  var SORTS = ["deadline", "start", "name"];
+  var SORTS = ["deadline", "start", "name"], QUERY = "search";
 
   function fold(text) {  // as runner/site/catalog.py `words` folds: accents dropped, case folded
     return text.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
@@ -26,7 +27,7 @@
   }
 
   Catalog.prototype.read = function () {  // the state the query string holds
-    var params = new URLSearchParams(window.location.search), state = { q: params.get("q") || "", f: {} };
+    var params = new URLSearchParams(window.location.search), state = { q: params.get(QUERY) || "", f: {} };
     state.sort = SORTS.indexOf(params.get("sort")) >= 0 ? params.get("sort") : "deadline";
     this.keys.forEach(function (key) { state.f[key] = params.get(key) ? params.get(key).split(",") : []; });
     return state;
@@ -44,7 +45,7 @@
 
   Catalog.prototype.url = function (state) {
     var parts = [];
-    if (state.q) parts.push("q=" + encodeURIComponent(state.q));
+    if (state.q) parts.push(QUERY + "=" + encodeURIComponent(state.q));
     this.keys.forEach(function (key) {
       if (state.f[key].length) parts.push(key + "=" + state.f[key].map(encodeURIComponent).join(","));
     });
@@ -115,6 +116,8 @@
     this.app.querySelector("#catalog-count").textContent = (shown === total ? "" : shown + " of ") + total +
       " challenge" + (total === 1 ? "" : "s");
     this.app.querySelector(".catalog-empty").hidden = shown > 0;
+    var chosen = keys.reduce(function (n, key) { return n + state.f[key].length; }, 0);
+    this.app.querySelector("#catalog-filters-toggle").textContent = "Filters" + (chosen ? " (" + chosen + ")" : "");
   };
 
   Catalog.prototype.sort = function (how) {
@@ -154,6 +157,11 @@
       self.save(true);
     });
     window.addEventListener("popstate", function () { self.typing = false; self.show(self.read()); });
+    var toggle = app.querySelector("#catalog-filters-toggle");
+    toggle.addEventListener("click", function () {
+      var open = app.classList.toggle("catalog-filters-open");
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    });
   };
 
   function init() {

@@ -146,7 +146,12 @@ def test_search_finds_a_word_of_a_challenge_page(page, site_url):
     page.find_element(By.ID, "catalog-search").send_keys(WORD.upper())
     WebDriverWait(page, 10).until(lambda p: count_text(p) == f"1 of {COUNT} challenges")
     assert visible(page) == [f"challenge-{SECRET_PAGE:03d}"]
-    WebDriverWait(page, 5).until(lambda p: f"q={WORD.upper()}" in p.current_url)
+    WebDriverWait(page, 5).until(lambda p: f"search={WORD.upper()}" in p.current_url)
+    # A link with those words opens the catalog so searched, and never the theme's own search over it
+    # (which `q=` opens).
+    open_catalog(page, f"{site_url}?search={WORD}")
+    WebDriverWait(page, 10).until(lambda p: visible(p) == [f"challenge-{SECRET_PAGE:03d}"])
+    assert not page.execute_script("return document.querySelector('[data-md-toggle=search]').checked")
 
 
 def test_cards_sort_by_deadline_start_and_name(page, site_url, challenges):
@@ -188,3 +193,25 @@ def test_the_url_keeps_the_view_through_reload_and_back(page, site_url, challeng
     assert sorted(visible(page)) == sorted(view)
     open_catalog(page, url)  # a shared link opens the same view
     assert visible(page) == view
+
+
+def test_on_a_phone_the_filters_fold_into_one_control_and_the_first_card_shows(page, site_url, challenges):
+    size = page.get_window_size()
+    page.set_window_size(390, 844)  # a phone, in CSS pixels
+    try:
+        open_catalog(page, site_url)
+        first = page.find_element(By.CSS_SELECTOR, ".catalog-card")
+        viewport = page.execute_script("return window.innerHeight")
+        assert first.rect["y"] + 40 < viewport  # its status and title show without scrolling
+        facets = page.find_element(By.ID, "catalog-facets")
+        toggle = page.find_element(By.ID, "catalog-filters-toggle")
+        assert not facets.is_displayed() and toggle.text == "Filters"
+        toggle.click()
+        assert facets.is_displayed() and toggle.get_attribute("aria-expanded") == "true"
+        tick(page, "status", "active")
+        assert toggle.text == "Filters (1)"
+        assert sorted(visible(page)) == sorted(c["slug"] for c in challenges if c["status"] == "active")
+        toggle.click()
+        assert not facets.is_displayed()
+    finally:
+        page.set_window_size(size["width"], size["height"])
