@@ -24,7 +24,8 @@ from runner.tree.policy import Visibility
 from runner.tree.store import Store
 
 VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
-LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration"}
+LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration",
+          "listing": "catalog: listing"}
 NOTE_LABEL = "organizers: same image"  # beside the verdict's label, while the verdict has notes
 
 
@@ -78,8 +79,8 @@ def _stale(pr: PullRequest, head_sha: str, base: str) -> str:
 
 
 def _label(verdict: Verdict) -> str:
-    if verdict.kind == "registration" and verdict.ok:
-        return LABELS["registration"]
+    if verdict.kind in ("registration", "listing") and verdict.ok:  # an organizer merges these
+        return LABELS[verdict.kind]
     return LABELS["valid" if verdict.ok else "invalid"]
 
 
@@ -91,6 +92,9 @@ def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error:
     if verdict.kind == "registration":
         return (f"### ✅ Registration {_code(verdict.path or '')} is complete\n\n"
                 "An organizer reviews registrations and merges this pull request to approve it.")
+    if verdict.kind == "listing":
+        return (f"### ✅ Listing {_code(verdict.path or '')} is complete\n\n"
+                "An organizer reviews it and merges this pull request to add the challenge to the catalog.")
     if merge_error:
         return (f"### ✅ Submission {_code(verdict.path or '')} is valid, but could not be merged\n\n"
                 f"{merge_error}\n\nAn organizer will look at it.")

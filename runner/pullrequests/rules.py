@@ -22,12 +22,14 @@ from runner.tree.details import supplementary_problem
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import (
     NAME,
+    SLUG,
     Challenge,
     Phase,
     Submission,
+    load_challenge,
     load_submission,
 )
-from runner.tree.paths import CHALLENGES, REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import CHALLENGES, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import Allowance, allowance, when, window
@@ -95,6 +97,9 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
     if match := REGISTRATION_PATH.fullmatch(target.path):
         problems = _registration_file(store, proposal, target, match, now)
         return Verdict("registration", target.path, (*_others(proposal.changes, target), *problems))
+    if match := LISTING_PATH.fullmatch(target.path):
+        problems = _listing(store, proposal, target, match["challenge"])
+        return Verdict("listing", target.path, (*_others(proposal.changes, target), *problems))
     refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
     if refusals:
         return Verdict("submission", target.path, refusals)
@@ -121,7 +126,7 @@ def _target(changes: tuple[Change, ...]) -> Change | None:
 
 
 def _proposed(change: Change) -> bool:
-    return bool(SUBMISSION_PATH.fullmatch(change.path) or REGISTRATION_PATH.fullmatch(change.path))
+    return any(pattern.fullmatch(change.path) for pattern in (SUBMISSION_PATH, REGISTRATION_PATH, LISTING_PATH))
 
 
 def _unknown(changes: tuple[Change, ...]) -> list[str]:
@@ -393,6 +398,34 @@ def _registration_file(store: Store, proposal: Proposal, target: Change, match: 
     except ModelError as exc:
         problems.append(str(exc))
     return problems
+
+
+# --- catalog listings ------------------------------------------------------------------------------
+
+
+def _listing(store: Store, proposal: Proposal, target: Change, slug: str) -> list[str]:
+    """Anyone may propose a challenge hosted elsewhere for the catalog: one new challenge.yml, naming its
+    platform and address; an organizer merges it. One hosted here is set up by its organizers."""
+    if not SLUG.fullmatch(slug):  # before it names a folder, even a scratch one
+        return [f"{target.path}: {slug!r} is not a challenge slug (lowercase letters, digits and single '-')"]
+    if target.status != "added" or slug in store.slugs() or (store.paths.base / slug).exists():
+        return [f"{target.path}: challenge {slug!r} is listed already; its organizers change it"]
+    try:
+        listed = proposed_file(proposal, target.path, lambda path: _as_folder(path, slug))
+    except ModelError as exc:
+        return [str(exc)]
+    if listed.hosted_here:
+        return [f"{target.path}: a pull request lists a challenge hosted elsewhere (platform: grand-challenge, "
+                "kaggle, codalab, ... with its website_url); one hosted here is set up by its organizers"]
+    return []
+
+
+def _as_folder(path: Path, slug: str) -> Challenge:
+    """challenge.yml read as the file of folder `slug`, which names the challenge."""
+    placed = path.parent / slug / path.name
+    placed.parent.mkdir()
+    path.rename(placed)
+    return load_challenge(placed)
 
 
 def _where_challenge(store: Store, slug: str) -> list[str]:

@@ -30,6 +30,7 @@ RESULT_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>
 SEALED_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>[^/]+)/"
                          r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.(sealed|logs)\.age")
 REGISTRATION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
+LISTING_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/challenge\.yml")  # a catalog entry, proposed
 RESULT_GLOB = f"{CHALLENGES}/*/results/*/*/*.json"
 SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
 # A challenge's folders that hold data or code, not pages of its site.

@@ -26,6 +26,7 @@ from tests.helpers import (
     CHALLENGE,
     NOW,
     PHASE,
+    REPO,
     UTC,
     edit_yaml,
     phase_file,
@@ -376,3 +377,56 @@ def test_a_login_that_is_also_a_team_of_others_is_refused(github, repo):
     assert refused(github, repo, {sub(): text()}) == (
         f"the folder 'alice' is also the name of a team in challenges/{CHALLENGE}/teams.yml that you are not in: "
         "ask the organizers to rename that team")
+
+
+# --- catalog listings ------------------------------------------------------------------------------
+
+
+LISTING = """\
+name: Brain Tumor Segmentation 2026
+headline: Segment gliomas in multi-parametric MRI
+status: active
+platform: synapse
+website_url: https://www.synapse.org/brats2026
+"""
+
+
+def test_anyone_may_propose_a_challenge_hosted_elsewhere_for_the_catalog(github, repo):
+    path = "challenges/brats-2026/challenge.yml"
+    outcome, pull = judge(github, repo, {path: LISTING}, author="carol")
+    assert outcome.verdict.ok and outcome.verdict.kind == "listing"
+    assert not pull.merged and pull.labels == [LABELS["listing"]]  # an organizer merges it
+    assert "Listing `challenges/brats-2026/challenge.yml` is complete" in pull.comments[0]["body"]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (LISTING.replace("platform: synapse", "platform: self-hosted"), "a pull request lists a challenge hosted "
+                                                                    "elsewhere"),
+    (LISTING.replace("website_url: https://www.synapse.org/brats2026\n", ""), "website_url: a challenge hosted "
+                                                                               "elsewhere (platform: synapse) needs"),
+    (LISTING + "slug: other\n", "slug: must match the folder name 'brats-2026'"),
+])
+def test_a_listing_that_cannot_be_listed_says_why(github, repo, text, problem):
+    assert problem in refused(github, repo, {"challenges/brats-2026/challenge.yml": text}, author="carol")
+
+
+def test_a_listing_under_a_folder_that_is_no_slug_is_refused_before_it_is_read():
+    for slug in ("..", ".", "Big Challenge", "-x"):
+        path = f"challenges/{slug}/challenge.yml"
+        proposal = Proposal("carol", (Change(path, "added"),), lambda _: LISTING.encode())
+        assert check(Store(REPO), proposal, now=NOW).problems == (
+            f"{path}: {slug!r} is not a challenge slug (lowercase letters, digits and single '-')",)
+
+
+def test_a_listed_challenge_is_changed_by_its_organizers_only(github, repo):
+    line = refused(github, repo, {f"challenges/{CHALLENGE}/challenge.yml": LISTING}, author="carol")
+    assert line == f"challenges/{CHALLENGE}/challenge.yml: challenge '{CHALLENGE}' is listed already; its " \
+                   "organizers change it"
+
+
+def test_the_organizers_guide_example_listing_is_accepted():
+    guide = (REPO / "challenges" / "organizers.md").read_text()
+    example = guide.split("for example `challenges/brats-2026/challenge.yml`:\n\n```yaml\n")[1].split("```")[0]
+    path = "challenges/brats-2026/challenge.yml"
+    verdict = check(Store(REPO), Proposal("carol", (Change(path, "added"),), lambda _: example.encode()), now=NOW)
+    assert verdict.ok and verdict.kind == "listing"
