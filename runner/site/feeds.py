@@ -65,7 +65,7 @@ def write(wanted: dict[Path, bytes], *, store: Store, entries: list[CatalogEntry
           memo: Callable[[str, Callable[[], bytes]], bytes] = lambda _, make: make()) -> None:
     """Every feed into the staging folder. `news`: per challenge, its `result_entries` (gathered while
     the pages read each phase's results, so they are read once). Challenges' links go to their page here
-    where it has one. `memo` keeps each feed's Atom under its inputs (pages' Memo), so a new result
+    where it has one. `memo` keeps each feed's Atom under its inputs (cache.Memo), so a new result
     writes its challenge's feed again, not all of them."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
     feeds = [new_challenges(store, entries, pages), deadlines(entries, now=now, pages=pages)]

@@ -1,0 +1,300 @@
+"""Every cache of the site build: what `pages` generates is kept between runs, so a rebuild computes,
+reads and writes only what changed. `pages` says what each page shows; this is the one layer that remembers.
+
+Knows where each cache lives (beside the folder `generate` is given, `build/page-cache`) and what its
+entries depend on, never what a page says:
+
+- the memo (`Memo`, in that folder): outputs that depend only on their inputs (a dated snapshot of a
+  leaderboard, a bootstrap of its ranking, a feed's Atom), under a hash of those inputs;
+- each phase's files whole (`<folder>-phases`), under a key of everything its pages read (`phase_key`);
+- the staging manifest (`<folder>-stage.pickle`): each phase file's size, time and digest as it was
+  staged, so that a staged file found so is neither read nor compared (`Cache.sync`);
+- git history (`<folder>-history.pickle`), which `runner.tree.history` keeps.
+
+Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
+`code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
+(`Cache.precompute`). What to compute is handed in as functions.
+
+Knows: runner.codekey, runner.tree. Must not import: runner.site.pages nor any module that says what a
+page shows (catalog, feeds, facts, reference, report, templating), nor runner.ranking.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import multiprocessing
+import os
+import pickle
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar, cast
+
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # it publishes no type information
+
+from runner.codekey import code_key
+from runner.tree.history import History, HistoryError
+from runner.tree.model import Challenge, Phase
+from runner.tree.policy import visibility, withholds
+from runner.tree.records import write_atomic
+from runner.tree.store import Store
+
+T = TypeVar("T")
+Staged = tuple[int, int, str]  # a staged file's size, modification time (ns) and digest, as written
+Made = Callable[[], tuple[dict[Path, bytes], T]]  # computes a phase's files and what else it says
+Pending = tuple[str, Made[object]]  # a phase the cache lacks: its key (`phase_key`) and how to compute it
+
+
+class Memo:
+    """Outputs that depend only on their inputs (a dated snapshot, a bootstrap), kept between runs
+    in `folder` under a hash of those inputs and of `code` (module `code`: every stage that shapes them),
+    since history does not change, a rebuild ranks only what is new. No folder: nothing is kept."""
+
+    def __init__(self, folder: Path | None, code: str = ""):
+        self.folder, self.code = folder, code
+        self.used: set[str] = set()
+
+    def get(self, inputs: str, compute: Callable[[], bytes]) -> bytes:
+        if self.folder is None:
+            return compute()
+        name = self._name(inputs)
+        self.used.add(name)  # `prune` keeps it
+        path = self.folder / name
+        if path.is_file():
+            return path.read_bytes()
+        data = compute()
+        write_atomic(path, data, durable=False)
+        return data
+
+    def holds(self, inputs: str) -> bool:
+        """Whether an entry is kept, without marking it used."""
+        return self.folder is not None and (self.folder / self._name(inputs)).is_file()
+
+    def _name(self, inputs: str) -> str:
+        return hashlib.sha256(f"{self.code}\n{inputs}".encode()).hexdigest()
+
+    def prune(self) -> None:
+        """Drop what this run did not use: superseded snapshots and bootstraps."""
+        for path in self.folder.iterdir() if self.folder and self.folder.is_dir() else []:
+            if path.name not in self.used:
+                path.unlink()
+
+
+def code(module: str, templates: Path) -> str:
+    """What turns the tree into pages: `module` and all it imports (`codekey`), and the templates."""
+    files = sorted(p for p in templates.rglob("*") if p.is_file()) if templates.is_dir() else []
+    return code_key([module], extra=files)
+
+
+@dataclass
+class Cache:
+    """One build's caches (`open`), and what it learns of the staging folder `stage` as it goes."""
+
+    stage: Path
+    memo: Memo  # snapshots, bootstraps, feeds
+    phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
+    manifest: Path | None = None  # where `staged` is kept
+    history: Path | None = None  # runner.tree.history's cache file
+    # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
+    digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
+    staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
+    kept: set[str] = field(default_factory=set)  # files of unchanged phases that the staging folder holds as wanted
+
+    @classmethod
+    def open(cls, folder: Path | None, stage: Path, code: str) -> Cache:
+        """The caches in and beside `folder` (None: nothing is kept), their entries keyed by `code` (see `code`)."""
+        manifest = folder and folder.with_name(f"{folder.name}-stage.pickle")
+        return cls(stage, Memo(folder, code), Memo(folder and folder.with_name(f"{folder.name}-phases"), code),
+                   manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history.pickle"),
+                   staged=_staged(manifest))
+
+    def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:
+        """A phase's files, put in `wanted`, and what else `make` says of it. Where none of their inputs
+        changed (`key`, from `phase_key`; None: always computed) and the staging folder holds the files as
+        the last run wrote them, nothing is computed or read: a new result costs its own phase, not every
+        phase's results again."""
+        files: dict[Path, bytes] | None = None
+
+        def compute() -> bytes:
+            nonlocal files
+            used = set(self.memo.used)
+            files, said = make()
+            digests = {str(rel): _digest(data) for rel, data in files.items()}
+            return pickle.dumps((digests, said, self.memo.used - used), pickle.HIGHEST_PROTOCOL)
+        pickled = pickle.loads(self.phases.get(key, compute) if key else compute())
+        digests, said, used = cast(tuple[dict[str, str], T, set[str]], pickled)  # what compute() pickled
+        if files is None and not all(self.holds(rel, digest) for rel, digest in digests.items()):
+            compute()  # the staging folder lost or changed some of them: the same inputs make them again
+        if files is None:
+            self.kept.update(digests)
+        else:
+            wanted.update(files)
+        self.digests.update(digests)
+        self.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
+        return said
+
+    def precompute(self, phases: list[tuple[str | None, Made[object]]]) -> None:
+        """Compute the phases (key, how) the cache lacks in forked worker processes, one per core, each into
+        the cache, so that `phase` reads them from there: phases are independent, and a cold build spends
+        most of its time in them. Only where the cache has a folder, and not beside other threads (a fork
+        copies only this one, and not the locks the others may hold)."""
+        staged = self.stage.is_dir() and bool(self.staged)  # else every phase's files are to be written again
+        pending = [(key, make) for key, make in phases if key and not (staged and self.phases.holds(key))]
+        workers = min(len(pending), os.cpu_count() or 1)
+        if workers < 2 or self.phases.folder is None or threading.active_count() > 1:
+            return
+        global _forked
+        _forked = (self, pending)
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_one_thread) as pool:
+                for staged_now in pool.map(_precompute_one, range(len(pending))):
+                    self.staged.update(staged_now)
+        except BrokenProcessPool:  # a worker died (out of memory, say): `phase` computes what it left
+            pass
+        finally:
+            _forked = None
+
+    def prune(self) -> None:
+        """Drop the memos' entries this run did not use."""
+        self.memo.prune()
+        self.phases.prune()
+
+    def holds(self, rel: str, digest: str) -> bool:
+        """Whether the staging folder holds `rel` as the last run wrote it, with this digest."""
+        try:
+            info = os.stat(os.path.join(self.stage, rel))
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return self.staged.get(rel) == (info.st_size, info.st_mtime_ns, digest)
+
+    def sync(self, wanted: dict[Path, bytes]) -> list[Path]:
+        """Write what changed and remove what is no longer wanted; unchanged files keep their times, so a
+        builder copies only what changed. `manifest` records each phase file's size, time and digest as
+        written: next time, a file found so (`holds`) is neither read nor compared."""
+        stage, recorded = self.stage, {rel: self.staged[rel] for rel in self.kept}
+        stage.mkdir(parents=True, exist_ok=True)
+        for path, data in wanted.items():
+            rel = str(path)
+            digest = self.digests.get(rel)
+            if digest is not None and self.holds(rel, digest):
+                recorded[rel] = self.staged[rel]
+                continue
+            staged = _put(stage, rel, data, digest or "")
+            if digest is not None:
+                recorded[rel] = staged
+        keep = {os.path.join(stage, rel) for rel in [*map(str, wanted), *self.kept]}
+        for folder, dirs, names in os.walk(stage, topdown=False):
+            for name in names:
+                if os.path.join(folder, name) not in keep:
+                    os.unlink(os.path.join(folder, name))
+            for name in dirs:
+                if not os.listdir(os.path.join(folder, name)):
+                    os.rmdir(os.path.join(folder, name))
+        if self.manifest:
+            self.manifest.parent.mkdir(parents=True, exist_ok=True)
+            self.manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
+        return [Path(path) for path in sorted(keep)]  # sorted as text: sorting 17,000 Paths costs 0.3 s
+
+
+_forked: tuple[Cache, list[Pending]] | None = None  # what `precompute`'s workers inherit
+
+
+def _one_thread() -> None:
+    """A worker's numerical libraries use one thread: one worker per core already uses every core, and
+    OpenBLAS' threads, left to spin beside the other workers, took a fifth of the cold build's time."""
+    threadpool_limits(1)
+
+
+def _precompute_one(index: int) -> dict[str, Staged]:
+    """One pending phase into the cache, its files written to the staging folder; returns how they
+    were written, so that `Cache.phase` finds them staged (`holds`) and neither reads nor writes them."""
+    assert _forked is not None
+    cache, pending = _forked
+    key, make = pending[index]
+    sub = replace(cache, digests={}, kept=set())
+    wanted: dict[Path, bytes] = {}
+    try:
+        sub.phase(key, make, wanted)
+        # What it found staged already (another build got there first) is not in `wanted`: nothing to write.
+        return {str(rel): _put(sub.stage, str(rel), data, sub.digests[str(rel)]) for rel, data in wanted.items()}
+    except Exception:  # `Cache.phase` computes this phase again and reports it there
+        return {}
+
+
+def phase_key(history: History, store: Store, challenge: Challenge, phase: Phase, *, now: dt.datetime) -> str | None:
+    """Everything a phase's pages depend on, read without parsing a result: the records, what the
+    policy shows `now`, the code and templates, each file of the challenge's folder but other phases'
+    results, and the phase's snapshots in git. Result files count by size, time and inode (the runner
+    replaces them whole); the few others by content, as an editor may rewrite one within a clock tick.
+    None where results may be sealed: those depend on keys and copies outside the folder, so that
+    phase is always computed."""
+    if withholds(phase):
+        return None
+    try:
+        snapshots = history.snapshot_days(phase.challenge, phase.slug)
+    except HistoryError:
+        snapshots = []
+    files: list[str] = []
+    _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
+    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} {snapshots} {signers(store)}\n"
+            + "\n".join(sorted(files)))
+
+
+def signers(store: Store) -> str:
+    """Which runner keys the store verifies results with: part of every key of what shows results."""
+    return f"signers {store.verifier.digest if store.verifier else 'unchecked'}"
+
+
+def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
+    """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
+    folder named in `skip` only the subfolders named there are walked; the results' subfolders are
+    the only ones holding results, which count by size, time and inode. In no order: the caller sorts."""
+    with os.scandir(folder) as found:
+        entries = list(found)
+    for entry in entries:
+        name = f"{rel}{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in skip:  # `skip` is for the top folder only: subfolders get none
+                _stat_files(entry.path, f"{name}/", out, skip={})
+            else:
+                for sub in skip[entry.name]:
+                    if os.path.isdir(os.path.join(entry.path, sub)):
+                        _stat_files(os.path.join(entry.path, sub), f"{name}/{sub}/", out, skip={})
+        elif name.startswith("results/"):
+            info = entry.stat(follow_symlinks=False)
+            out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")
+        else:
+            out.append(f"{name} {hashlib.sha256(Path(entry.path).read_bytes()).hexdigest()}")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _staged(manifest: Path | None) -> dict[str, Staged]:
+    try:
+        return pickle.loads(manifest.read_bytes()) if manifest else {}
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+        return {}
+
+
+def _put(stage: Path, rel: str, data: bytes, digest: str) -> Staged:
+    """Write `data` to the staged file `rel` unless it holds them already (its time then stays);
+    returns the file's size, time and `digest`, as `Cache.holds` compares them."""
+    path = os.path.join(stage, rel)
+    try:
+        info = os.stat(path)
+        if info.st_size == len(data) and Path(path).read_bytes() == data:
+            return info.st_size, info.st_mtime_ns, digest
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as out:
+        out.write(data)
+        out.flush()
+        info = os.fstat(out.fileno())
+    return info.st_size, info.st_mtime_ns, digest
