@@ -346,12 +346,26 @@ def json_ld_script(data: dict[str, Any]) -> str:
 
 
 def site_url(root: Path) -> str | None:
-    """mkdocs.yml's `site_url`, where organizers set it: feeds and JSON-LD then give absolute addresses.
-    Read as plain data (BaseLoader), since mkdocs.yml may carry tags only MkDocs constructs."""
+    """mkdocs.yml's `site_url`, where organizers set it: feeds and JSON-LD then give absolute addresses."""
+    return _mkdocs_url(root, "site_url")
+
+
+def repository_url(root: Path) -> str | None:
+    """mkdocs.yml's `extra: {repository: https://github.com/<owner>/<name>}`: each open phase then has a
+    button that opens GitHub's editor with the submission file prefilled. Not the theme's `repo_url`,
+    whose header widget asks GitHub's API from every reader's browser."""
+    url = _mkdocs_url(root, "extra", "repository")
+    return url.rstrip("/") if url else None
+
+
+def _mkdocs_url(root: Path, *keys: str) -> str | None:
+    """An http(s) address mkdocs.yml sets under `keys`, read as plain data (BaseLoader): mkdocs.yml may carry
+    tags only MkDocs constructs."""
     path = root / "mkdocs.yml"
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) if path.is_file() else None
-    url = config.get("site_url") if isinstance(config, dict) else None
-    return url if isinstance(url, str) and WEB.match(url) else None
+    value: object = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) if path.is_file() else None
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) and WEB.match(value) else None
 
 
 def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, entries: list[CatalogEntry],

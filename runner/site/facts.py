@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from runner.tree.model import Challenge, Phase
 from runner.tree.paths import CHALLENGES
-from runner.tree.policy import plural, visibility
+from runner.tree.policy import plural, visibility, window
 
 STAMP = "%Y-%m-%d %H:%M UTC"
+LOGIN = "LOGIN"  # in a submit link's folder: the reader's login or team, which assets/submit.js fills in
 
 
 @dataclass(frozen=True)
@@ -29,17 +31,29 @@ class PhaseFacts:
     visibility: str
     path: str
     yaml: str
+    submit: str | None = None  # GitHub's editor with the file prefilled; LOGIN stands for the reader's folder
 
 
 def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase], ranking: str,
-                now: dt.datetime) -> PhaseFacts:
+                now: dt.datetime, repo: str | None = None) -> PhaseFacts:
+    """`repo`: the repository's address on GitHub (mkdocs.yml's extra.repository), for a button that opens its
+    editor with the submission file prefilled while the phase takes submissions."""
     parent = parents.get(phase.parent) if phase.parent else None
     path = f"{CHALLENGES}/{challenge.slug}/submissions/{phase.slug}/<your GitHub login>/<id>.yml"
+    yaml = example_yaml(phase)
     return PhaseFacts(
         phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
         parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
         form=_form(phase), paper=_paper(phase), resources=_resources(phase) if phase.runs_algorithms else None,
-        ranking=ranking, visibility=_visibility(phase), path=path, yaml=example_yaml(phase))
+        ranking=ranking, visibility=_visibility(phase), path=path, yaml=yaml,
+        submit=_submit(repo, challenge, phase, yaml) if repo and window(phase, now).open else None)
+
+
+def _submit(repo: str, challenge: Challenge, phase: Phase, yaml: str) -> str:
+    """GitHub's "new file" editor at the participant's folder (LOGIN, filled in by assets/submit.js), with
+    the example file as its text: GitHub forks the repository and opens the pull request from there."""
+    folder = f"{CHALLENGES}/{challenge.slug}/submissions/{phase.slug}/{LOGIN}"
+    return f"{repo}/new/main/{quote(folder)}?filename=v1.yml&value={quote(yaml, safe='')}"
 
 
 def _window(phase: Phase) -> str:

@@ -147,6 +147,7 @@ class _Run:
     cache: Cache  # every cache of the build (`cache`): pages read and keep through it
     wanted: dict[Path, bytes] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)  # what this build could not publish, and why
+    repo: str | None = None  # mkdocs.yml's extra.repository: each open phase links GitHub's editor there
 
 
 def environment(templates: Path) -> jinja2.Environment:
@@ -174,7 +175,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
     caches = Cache.open(cache, stage, code(__name__, templates))
-    run = _Run(environment(templates), History(store, cache=caches.history), now, caches)
+    run = _Run(environment(templates), History(store, cache=caches.history), now, caches,
+               repo=catalog.repository_url(store.root))
     wanted = run.wanted
     entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
@@ -453,8 +455,8 @@ def _phases_section(run: _Run, entry: CatalogEntry) -> None:
         return
     page = Path(entry.challenge.slug, "index.md")
     parents = {p.slug: p for p in entry.phases}
-    facts = [phase_facts(entry.challenge, p, parents=parents, ranking=ranking_method(p), now=run.now)
-             for p in entry.phases]
+    facts = [phase_facts(entry.challenge, p, parents=parents, ranking=ranking_method(p), now=run.now,
+                         repo=run.repo) for p in entry.phases]
     section = run.env.get_template("phases.md.j2").render(facts=facts)
     text = run.wanted.get(page, f"# {entry.challenge.name}\n\n{entry.challenge.headline}\n".encode()).decode()
     text = text.replace(PHASES_MARK, section) if PHASES_MARK in text else text.rstrip() + "\n\n" + section

@@ -1,0 +1,56 @@
+"""Submitting from the browser, in headless Chromium with the network cut: an open phase's button opens
+GitHub's editor at the reader's own folder with the submission file filled in; a closed phase has none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+from runner.evaluation.examples import prepare_workspace
+from runner.site import pages
+from runner.site.build import SiteConfig, build_site
+from runner.tree.store import Store
+from tests.helpers import CHALLENGE, PHASE, REPO
+
+pytest.importorskip("selenium")
+from selenium.webdriver.common.by import By
+
+from tests.helpers import served, wait_for
+
+GITHUB = "https://github.com/example-org/challenges"
+
+
+@pytest.fixture(scope="module")
+def site_url(tmp_path_factory) -> Iterator[str]:
+    """The example challenges with mkdocs.yml's extra.repository set (the challenge's new-scanner phase takes no
+    submissions: its limit is 0)."""
+    repo = prepare_workspace(REPO, tmp_path_factory.mktemp("submit") / "repo")
+    config_file = repo / "mkdocs.yml"
+    config_file.write_text(config_file.read_text() + f"extra:\n  repository: {GITHUB}\n")
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets)
+    with served(build_site(config)) as url:
+        yield url
+
+
+def test_an_open_phase_opens_githubs_editor_at_the_readers_folder(page, site_url):
+    page.get(f"{site_url}{CHALLENGE}/")
+    forms = wait_for(page, ".submit-form[data-ready]")
+    assert len(forms) == 1  # final-test is open; new-scanner takes none
+    button = forms[0].find_element(By.CSS_SELECTOR, ".submit-button")
+    assert button.get_attribute("href") is None and button.get_attribute("aria-disabled") == "true"
+    field = forms[0].find_element(By.CSS_SELECTOR, ".submit-login")
+    field.send_keys("../../x")  # not a login: no address
+    assert button.get_attribute("href") is None
+    field.clear()
+    field.send_keys("alice-lab")
+    address = urlsplit(button.get_attribute("href"))
+    assert f"{address.scheme}://{address.netloc}" == "https://github.com"
+    assert unquote(address.path) == (f"/example-org/challenges/new/main/challenges/{CHALLENGE}/submissions/{PHASE}/"
+                                     "alice-lab")
+    query = parse_qs(address.query)
+    assert query["filename"] == ["v1.yml"]
+    assert query["value"][0].startswith(f"phase: {PHASE}")  # the example file, as the box shows it
+    assert button.get_attribute("aria-disabled") == "false"
