@@ -34,6 +34,7 @@ from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import Allowance, allowance, when, window
 from runner.tree.references import image_refusal
+from runner.tree.scaffold import MAX_SLUG
 from runner.tree.sharing import algorithm_identity, describe, same_image
 from runner.tree.store import Store
 
@@ -405,11 +406,18 @@ def _registration_file(store: Store, proposal: Proposal, target: Change, match: 
 
 def _listing(store: Store, proposal: Proposal, target: Change, slug: str) -> list[str]:
     """Anyone may propose a challenge hosted elsewhere for the catalog: one new challenge.yml, naming its
-    platform and address; an organizer merges it. One hosted here is set up by its organizers."""
-    if not SLUG.fullmatch(slug):  # before it names a folder, even a scratch one
-        return [f"{target.path}: {slug!r} is not a challenge slug (lowercase letters, digits and single '-')"]
-    if target.status != "added" or slug in store.slugs() or (store.paths.base / slug).exists():
-        return [f"{target.path}: challenge {slug!r} is listed already; its organizers change it"]
+    platform and address, with catalog fields only; an organizer merges it. One hosted here is set up by
+    its organizers. Judged on the default branch (review) and on the pull request's own checkout
+    (validate), where the new file is already there: so a folder counts as taken when it holds anything
+    else."""
+    if not SLUG.fullmatch(slug) or len(slug) > MAX_SLUG:  # before it names a folder, even a scratch one
+        return [f"{target.path}: {slug!r} is not a challenge slug (at most {MAX_SLUG} lowercase letters, digits "
+                "and single '-')"]
+    folder, own = store.paths.base / slug, store.paths.base / slug / "challenge.yml"
+    if target.status != "added" or any(p != own for p in folder.rglob("*")) or (store.paths.base / f"{slug}.md")\
+            .exists():
+        return [f"{target.path}: challenge {slug!r} is listed already, or {slug!r} names a page of the site; "
+                "its organizers change it"]
     try:
         listed = proposed_file(proposal, target.path, lambda path: _as_folder(path, slug))
     except ModelError as exc:
@@ -417,7 +425,17 @@ def _listing(store: Store, proposal: Proposal, target: Change, slug: str) -> lis
     if listed.hosted_here:
         return [f"{target.path}: a pull request lists a challenge hosted elsewhere (platform: grand-challenge, "
                 "kaggle, codalab, ... with its website_url); one hosted here is set up by its organizers"]
+    if hosting := [name for name in HOSTING_FIELDS if getattr(listed, name) != getattr(LISTED_DEFAULTS, name)]:
+        return [f"{target.path}: {', '.join(hosting)}: a listing gives catalog fields only; what runs a "
+                "challenge here is set by its organizers"]
     return []
+
+
+# The fields of challenge.yml that run a challenge here (data, keys, registration, leaderboards): a listing
+# of one hosted elsewhere leaves them as they are by default.
+HOSTING_FIELDS = ("data", "data_url", "registration", "registration_closes_at", "combined_leaderboards",
+                  "recipients", "publish_key")
+LISTED_DEFAULTS = Challenge(slug="x", name="x", headline="x")
 
 
 def _as_folder(path: Path, slug: str) -> Challenge:

@@ -17,6 +17,7 @@ pages show, and hand it what to compute (the memo's keys for snapshots and boots
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -442,11 +443,21 @@ def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[A
         own = [p for p in pages if p.startswith(f"{slug}/") and not p.startswith((f"{slug}/leaderboard/",
                                                                                   f"{slug}/results/"))]
         own.sort(key=lambda p: (p != f"{slug}/index.md", p))
-        boards = [{phase.title: f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
-        boards += [{spec.title: f"{slug}/leaderboard/{spec.slug}.md"} for spec in entry.challenge.combined_leaderboards]
+        # Titles as HTML text: the theme writes a navigation title into every page as it is.
+        boards = [{html.escape(phase.title): f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
+        boards += [{html.escape(spec.title): f"{slug}/leaderboard/{spec.slug}.md"}
+                   for spec in entry.challenge.combined_leaderboards]
         if own or boards:
-            nav.append({entry.challenge.name: own + ([{"Leaderboards": boards}] if boards else [])})
+            nav.append({html.escape(entry.challenge.name): own + ([{"Leaderboards": boards}] if boards else [])})
     return nav
+
+
+def _fallback_page(entry: CatalogEntry) -> bytes:
+    """A challenge's own page where its folder has no index.md: its name and headline, as text. The
+    title is given as HTML text too: taken from the heading, the theme writes it into <title> unescaped."""
+    name = entry.challenge.name
+    return (f"---\ntitle: {json.dumps(html.escape(name))}\n---\n\n# {templating.text(name)}\n\n"
+            f"{templating.text(entry.challenge.headline)}\n").encode()
 
 
 def _phases_section(run: _Run, entry: CatalogEntry) -> None:
@@ -458,7 +469,7 @@ def _phases_section(run: _Run, entry: CatalogEntry) -> None:
     facts = [phase_facts(entry.challenge, p, parents=parents, ranking=ranking_method(p), now=run.now,
                          repo=run.repo) for p in entry.phases]
     section = run.env.get_template("phases.md.j2").render(facts=facts)
-    text = run.wanted.get(page, f"# {entry.challenge.name}\n\n{entry.challenge.headline}\n".encode()).decode()
+    text = run.wanted.get(page, _fallback_page(entry)).decode()
     text = text.replace(PHASES_MARK, section) if PHASES_MARK in text else text.rstrip() + "\n\n" + section
     run.wanted[page] = text.encode()
 
@@ -469,7 +480,7 @@ def _data_section(run: _Run, entry: CatalogEntry) -> None:
         return
     page = Path(entry.challenge.slug, "index.md")
     section = run.env.get_template("data.md.j2").render(challenge=entry.challenge)
-    text = run.wanted.get(page, f"# {entry.challenge.name}\n\n{entry.challenge.headline}\n".encode()).decode()
+    text = run.wanted.get(page, _fallback_page(entry)).decode()
     text = text.replace(DATA_MARK, section) if DATA_MARK in text else text.rstrip() + "\n\n" + section
     run.wanted[page] = text.encode()
 

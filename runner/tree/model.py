@@ -99,7 +99,7 @@ MODES: tuple[str, ...] = get_args(Mode)
 REGISTRATION: tuple[str, ...] = get_args(RegistrationMode)
 HERE = "self-hosted"  # the platform slug of challenges this repository runs
 # The generated site's own top-level folders (runner.site writes them): no challenge folder may take these names.
-SITE_FOLDERS = frozenset({"assets", "feeds", "organizations", "schemas", "search"})
+SITE_FOLDERS = frozenset({"assets", "feeds", "organizations", "schemas", "search", "reference"})
 STRICT = ConfigDict(extra="forbid")  # a typo must not silently fall back to a default
 GIB = 1024**3
 

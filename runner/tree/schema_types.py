@@ -105,7 +105,10 @@ def _aware(value: dt.datetime) -> dt.datetime:
         fixed = value.strftime("%Y-%m-%dT%H:%M:%SZ")
         raise refuse(f"{value.isoformat(sep=' ')} has no timezone: write {fixed} for UTC, or add the offset "
                      f"(+02:00)")
-    return value.astimezone(dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:  # 9999-12-31T23:59-23:59 lies past the last time Python has
+        raise refuse(f"{value.isoformat(sep=' ')} is out of range") from None
 
 
 def _moment(value: Any) -> dt.datetime:

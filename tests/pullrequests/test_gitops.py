@@ -57,6 +57,15 @@ def test_check_submission_passes_a_clean_pull_request(github, origin, tmp_path, 
     assert capsys.readouterr().out.strip() == f"ok: {sub()} (submission)"
 
 
+def test_check_submission_judges_a_listing_on_the_pull_requests_own_checkout(github, origin, tmp_path, capsys):
+    from tests.pullrequests.test_rules import LISTING
+    github.open_pull("carol", {"challenges/brats-2026/challenge.yml": LISTING})
+    checkout = clone(origin, tmp_path / "validate")
+    gitops.checkout_pull(checkout, 1)  # the new file is there already: not "listed already"
+    assert main(["--root", str(checkout), "check-submission", "--author", "carol"]) == 0
+    assert capsys.readouterr().out.strip() == "ok: challenges/brats-2026/challenge.yml (listing)"
+
+
 def test_check_submission_never_reads_through_a_link(github, origin, tmp_path, capsys):
     github.open_pull("alice", {sub(): Link("/etc/passwd")})
     checkout = clone(origin, tmp_path / "validate")

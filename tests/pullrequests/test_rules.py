@@ -405,23 +405,31 @@ def test_anyone_may_propose_a_challenge_hosted_elsewhere_for_the_catalog(github,
     (LISTING.replace("website_url: https://www.synapse.org/brats2026\n", ""), "website_url: a challenge hosted "
                                                                                "elsewhere (platform: synapse) needs"),
     (LISTING + "slug: other\n", "slug: must match the folder name 'brats-2026'"),
+    # What runs a challenge here is not a listing's to set.
+    (LISTING + "recipients: [github:carol]\ndata:\n  - name: x\n    url: https://example.org/x.zip\n    size: 1\n"
+               "    sha256: " + "a" * 64 + "\n", "data, recipients: a listing gives catalog fields only"),
+    (LISTING + "registration: required\nregistration_closes_at: 9999-12-31T23:59:59-23:59\n",
+     "is out of range"),
 ])
 def test_a_listing_that_cannot_be_listed_says_why(github, repo, text, problem):
     assert problem in refused(github, repo, {"challenges/brats-2026/challenge.yml": text}, author="carol")
 
 
 def test_a_listing_under_a_folder_that_is_no_slug_is_refused_before_it_is_read():
-    for slug in ("..", ".", "Big Challenge", "-x"):
+    for slug in ("..", ".", "Big Challenge", "-x", "a" * 300):
         path = f"challenges/{slug}/challenge.yml"
         proposal = Proposal("carol", (Change(path, "added"),), lambda _: LISTING.encode())
         assert check(Store(REPO), proposal, now=NOW).problems == (
-            f"{path}: {slug!r} is not a challenge slug (lowercase letters, digits and single '-')",)
+            f"{path}: {slug!r} is not a challenge slug (at most 60 lowercase letters, digits and single '-')",)
 
 
 def test_a_listed_challenge_is_changed_by_its_organizers_only(github, repo):
     line = refused(github, repo, {f"challenges/{CHALLENGE}/challenge.yml": LISTING}, author="carol")
-    assert line == f"challenges/{CHALLENGE}/challenge.yml: challenge '{CHALLENGE}' is listed already; its " \
-                   "organizers change it"
+    assert line == f"challenges/{CHALLENGE}/challenge.yml: challenge '{CHALLENGE}' is listed already, or " \
+                   f"'{CHALLENGE}' names a page of the site; its organizers change it"
+    # Nor may a listing take the name of a guide the site publishes.
+    assert "names a page of the site" in refused(github, repo, {"challenges/participants/challenge.yml": LISTING},
+                                                 author="carol")
 
 
 def test_the_organizers_guide_example_listing_is_accepted():

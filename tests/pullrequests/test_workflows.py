@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shutil
 import subprocess
@@ -237,3 +238,13 @@ def test_an_installed_package_writes_the_runner_repository(tmp_path):
     with zipfile.ZipFile(wheel) as packed:
         names = set(packed.namelist())
     assert {f"runner/pullrequests/runner_repository/{name}" for name in RUNNER_FILES.values()} <= names
+
+
+def test_validate_runs_for_every_kind_of_file_the_rules_judge():
+    from runner.tree.paths import LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
+    globs = load(WORKFLOWS / "validate.yml")["on"]["pull_request"]["paths"]
+    examples = ("challenges/c/submissions/p/alice/v1.yml", "challenges/c/registrations/alice.yml",
+                "challenges/c/challenge.yml")
+    for pattern, example in zip((SUBMISSION_PATH, REGISTRATION_PATH, LISTING_PATH), examples, strict=True):
+        assert pattern.fullmatch(example)
+        assert any(fnmatch.fnmatchcase(example, glob.replace("**", "*")) for glob in globs), example

@@ -362,3 +362,19 @@ def test_the_field_reference_and_json_schemas_are_published(scored_repo):
     schema = json.loads((stage / "schemas" / "phase.schema.json").read_text())
     assert schema["$id"] == "phase.schema.json" and "score_jsonpath" in schema["properties"]
     assert "reference.md" in json.loads((stage / ".nav.json").read_text())
+
+
+def test_a_challenge_without_its_own_page_shows_its_name_and_headline_as_text(repo):
+    """A listing's name and headline (anyone may propose one) reach its fallback page and every page's
+    navigation as text, never as markup."""
+    challenge = repo / "challenges" / CHALLENGE
+    (challenge / "index.md").unlink()
+    edit_yaml(challenge / "challenge.yml", name="R&D <img src=x onerror=alert(1)></title><script>alert(3)</script>",
+              headline="[x](javascript:alert(1)) <script>alert(2)</script>")
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets)
+    site = build_site(config)
+    for page in (site / CHALLENGE / "index.html", site / "index.html"):
+        text = page.read_text()
+        assert "<img src=x" not in text and "<script>alert" not in text and 'href="javascript:' not in text, page
+    assert "R&amp;D &lt;img src=x onerror=alert(1)&gt;" in (site / "index.html").read_text()  # the navigation
