@@ -100,17 +100,20 @@ def add_result(repo: Path, participant: str, sub_id: str, dice: float | None, st
 
 
 def add_signed_result(repo: Path, store: Store, participant: str, dice: float, *,
-                      data: str = "sha256:" + "d" * 64, now: dt.datetime | None = None) -> Path:
+                      data: str = "sha256:" + "d" * 64, now: dt.datetime | None = None,
+                      evaluation_image: str = "sha256:" + "e" * 64, status: str = "succeeded") -> Path:
     """A submission and its result as the runner writes it: with provenance, signed by the store's key."""
     path = write_submission(repo, participant, "v1", f"ghcr.io/{participant}/a@sha256:{'a' * 64}")
     origin = Provenance(submission_blob=blob_id(path.read_bytes()), phase_blob=blob_id(phase_file(repo).read_bytes()),
-                        algorithm=f"ghcr.io/{participant}/a@sha256:{'a' * 64}", evaluation_image="sha256:" + "e" * 64,
+                        algorithm=f"ghcr.io/{participant}/a@sha256:{'a' * 64}", evaluation_image=evaluation_image,
                         evaluation_context="sha256:" + "c" * 64, data={"ground-truth": data}, data_manifest=data,
                         runner_commit=None, signed_at="")
     return store.write_result(store.submission(path), Result(
-        challenge=CHALLENGE, phase=PHASE, participant=participant, submission="v1", status="succeeded",
+        challenge=CHALLENGE, phase=PHASE, participant=participant, submission="v1", status=status,
         created_at="2026-03-01T10:00:00+00:00", started_at="2026-03-01T10:00:00+00:00",
-        finished_at="2026-03-01T10:00:00+00:00", metrics={"aggregates": {"dice": {"mean": dice}}},
+        finished_at="2026-03-01T10:00:00+00:00",
+        metrics={"aggregates": {"dice": {"mean": dice}}} if status == "succeeded" else None,
+        error=None if status == "succeeded" else "Algorithm failed: boom",
         provenance=origin), now=now)
 
 

@@ -23,12 +23,13 @@ from runner.tree.signing import (
     load_or_create,
     parse_signers,
     read_key,
+    read_signers,
     signers_line,
 )
 from runner.tree.store import Store
-from runner.tree.verification import Verifier, signers_path, trusted_signers
+from runner.tree.verification import Verifier, signers_path
 
-from .common import SubParsers, UsageError, err, open_store, out, state_dir
+from .common import ENV_STATE, SubParsers, UsageError, err, open_store, out, state_dir
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
 ENV_SIGNING_KEY = "CHALLENGE_SIGNING_KEY"
@@ -38,14 +39,14 @@ RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
 
 def register(sub: SubParsers) -> None:
-    keys = sub.add_parser("keys", help="the site's publish key")
+    keys = sub.add_parser("keys", help="the site's publish key; this runner's signing key")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     new = keys_sub.add_parser("new", help="make a publish key: print its secret (for the Actions secret) and its "
                                           "public key (for challenge.yml)")
     new.set_defaults(func=cmd_keys_new)
     signing = keys_sub.add_parser("runner", help="this runner's signing key: make it if needed and print the "
                                                  "allowed_signers line that lists it")
-    signing.add_argument("--name", default=socket.gethostname() or "runner",
+    signing.add_argument("--name", type=principal, default=socket.gethostname() or "runner",
                          help="the principal it signs as (default: this host's name)")
     signing.set_defaults(func=cmd_keys_runner)
     unseal_p = sub.add_parser("unseal", help="print a result whole, its sealed part opened with your key")
@@ -97,23 +98,18 @@ def pinned_signers(file: Path | None = None) -> Signers | None:
     CHALLENGE_ALLOWED_SIGNERS (publish.yml passes the Actions variable: a writer of the repository can edit
     challenges/allowed_signers, not the repository's variables)."""
     if file is not None:
-        try:
-            data = file.read_bytes()[:MAX_SIGNERS_BYTES + 1]
-        except OSError as exc:
-            raise UsageError(f"--signers {file}: cannot read it ({exc.strerror})") from None
-        try:
-            text, source = data.decode("utf-8"), str(file)
-        except UnicodeDecodeError:
-            raise UsageError(f"--signers {file}: not UTF-8 text") from None
-    else:
-        text, source = os.environ.get(ENV_ALLOWED_SIGNERS, ""), ENV_ALLOWED_SIGNERS
-    if not text.strip():
-        if file is not None:  # asked for: trusting the tree's file instead would defeat the point
+        signers = read_signers(file)  # the file's own checks: no link, its size, UTF-8, each line
+        if signers is None:
+            raise UsageError(f"--signers {file}: no such file")
+        if not signers.entries:  # asked for: trusting the tree's file instead would defeat the point
             raise UsageError(f"--signers {file}: lists no key")
-        return None  # an Actions variable that is not set reads as empty
+        return signers
+    text = os.environ.get(ENV_ALLOWED_SIGNERS, "")
+    if not text.strip():  # an Actions variable that is not set reads as empty
+        return None
     if len(text.encode()) > MAX_SIGNERS_BYTES:
-        raise UsageError(f"{source}: more than an allowed-signers file needs")
-    return parse_signers(text, source=source)
+        raise UsageError(f"{ENV_ALLOWED_SIGNERS}: more than an allowed-signers file needs")
+    return parse_signers(text, source=ENV_ALLOWED_SIGNERS)
 
 
 def tree_verifier(root: Path, *, signers: Path | None = None) -> Verifier:
@@ -124,29 +120,46 @@ def tree_verifier(root: Path, *, signers: Path | None = None) -> Verifier:
 def signing_key(root: Path) -> SigningKey:
     """The key this runner signs results with: the OpenSSH Ed25519 key file CHALLENGE_SIGNING_KEY names,
     else signing_key in its state folder (made the first time)."""
+    path = signing_key_file(root)
+    if not os.environ.get(ENV_SIGNING_KEY, "").strip():
+        return load_or_create(path)
+    try:
+        return read_key(path.read_bytes(), where=f"{ENV_SIGNING_KEY}={path}")
+    except OSError as exc:
+        raise UsageError(f"{ENV_SIGNING_KEY}={path}: cannot read it ({exc.strerror})") from None
+
+
+def signing_key_file(root: Path) -> Path:
+    """Where the runner's signing key is: the file CHALLENGE_SIGNING_KEY names, else in the state folder."""
     named = os.environ.get(ENV_SIGNING_KEY, "").strip()
-    if named:
-        try:
-            return read_key(Path(named).read_bytes(), where=f"{ENV_SIGNING_KEY}={named}")
-        except OSError as exc:
-            raise UsageError(f"{ENV_SIGNING_KEY}={named}: cannot read it ({exc.strerror})") from None
-    return load_or_create(state_dir(root) / SIGNING_KEY_FILE)
+    return Path(named) if named else state_dir(root) / SIGNING_KEY_FILE
 
 
 def runner_store(root: Path, *, keys: Keys) -> Store:
     """The store a runner writes results into, signing them. Refused when the tree lists its runners' keys
     and not this one: the site would refuse every result it signs."""
     key = signing_key(root)
-    signers = trusted_signers(root, pinned=pinned_signers())
+    verifier = tree_verifier(root)
+    signers = verifier.signers
     if signers is not None and not signers.allows(key, when=dt.datetime.now(dt.UTC)):
         raise UsageError(f"{signers.source}: no line lets this runner's signing key sign results now (listed, "
                          f"valid today, namespace challenge-result): add the line `challenge keys runner` prints, "
                          f"or set {ENV_SIGNING_KEY} to a listed key")
-    return open_store(root, keys=keys, signer=key, verifier=Verifier(root, signers))  # reruns carry what verifies
+    return open_store(root, keys=keys, signer=key, verifier=verifier)  # reruns carry what verifies
+
+
+def principal(text: str) -> str:
+    """A name an allowed_signers line can hold: no spaces, commas or quotes, which would split the line."""
+    if not text or any(c.isspace() or c in ',"' for c in text) or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text!r} cannot name a runner in allowed_signers: no spaces, commas "
+                                         "or quotes")
+    return text
 
 
 def cmd_keys_runner(args: argparse.Namespace) -> int:
     key = signing_key(args.root)
+    err.print(f"This runner signs with {signing_key_file(args.root)}: run this command with the environment "
+              f"the runner's service has ({ENV_STATE} or {ENV_SIGNING_KEY}), so that it is the same key.")
     err.print(f"Commit this line to {signers_path(args.root.resolve()).relative_to(args.root.resolve())} so that "
               "everyone can check what this runner signs (keep the private key where it is, never commit it):")
     out.print(signers_line(args.name, key, valid_after=dt.datetime.now(dt.UTC)), markup=False)

@@ -9,7 +9,7 @@ from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 
 from .common import SubParsers, err, open_store, out, port
-from .keys import publish_keys, tree_verifier
+from .keys import ENV_ALLOWED_SIGNERS, publish_keys, tree_verifier
 
 
 def register(sub: SubParsers) -> None:
@@ -29,7 +29,7 @@ def generate_pages(root: Path) -> SiteConfig:
     verifier = tree_verifier(root)
     if verifier.enforced and not verifier.pinned:
         err.print("note: the runners' keys are read from challenges/allowed_signers, which anyone who can push "
-                  "may edit: pin them in the CHALLENGE_ALLOWED_SIGNERS variable (challenges/organizers.md)")
+                  f"may edit: pin them in the {ENV_ALLOWED_SIGNERS} variable (challenges/organizers.md)")
     store = open_store(root, keys=publish_keys(), verifier=verifier)  # publishes only what verifies
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))

@@ -49,6 +49,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     keys = leaderboard_keys(args) if args.identity else publish_keys()
     store = open_store(root, keys=keys, copies=False)
     paths = _records(args.path.resolve() if args.path else store.base)
+    if not paths:  # not "0 verified", which reads as a pass
+        out.print(f"no result records under {args.path or store.base}: nothing to verify", markup=False)
+        return 0
     failures: list[str] = []
     sealed = 0
     with stage(f"verifying {len(paths)} result(s)"):
@@ -79,9 +82,8 @@ def _records(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise UsageError(f"{path} is neither a result file nor a folder")
-    if path.parent.name == "results" or path.name == "results":  # a phase's or a challenge's results
-        return sorted(path.glob("**/*.json"))
-    return sorted(p for p in path.glob("**/results/*/*/*.json"))
+    under_results = "results" in path.parts[-3:]  # a challenge's, a phase's or a participant's results
+    return sorted(path.glob("**/*.json") if under_results else path.glob("**/results/*/*/*.json"))
 
 
 def _checks(path: Path, store: Store, verifier: Verifier) -> list[tuple[str, Check]]:

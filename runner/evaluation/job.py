@@ -35,7 +35,7 @@ from runner.evaluation.archives import Pace, archive_image, load_preserved
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
-from runner.evaluation.provenance import provenance
+from runner.evaluation.provenance import data_key, provenance
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
@@ -143,6 +143,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     data = {"inputs": inputs, "ground-truth": truth}
     if phase.submission_kind == "training":
         data["training"] = config.training_data(phase)
+    data_key(config.data_root)  # a runner that cannot hash the data says so before it spends a run
     created, started = store.submitted_at(submission), _now()
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:

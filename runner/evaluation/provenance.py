@@ -30,14 +30,15 @@ def provenance(submission: Submission, *, phase_file: Path, root: Path, data: di
     return Provenance(
         submission_blob=blob_id(submission.path.read_bytes()),
         phase_blob=blob_id(phase_file.read_bytes()),
-        algorithm=algorithm_identity(submission),
+        algorithm=pinned_digest(submission),
         evaluation_image=evaluation_image, evaluation_context=evaluation_context,
         data=hashes, data_manifest=manifest(hashes),
         runner_commit=head_commit(root), signed_at="")
 
 
-def algorithm_identity(submission: Submission) -> str | None:
-    """What the participant pinned: the image's digest, the archive's or the predictions' sha256."""
+def pinned_digest(submission: Submission) -> str | None:
+    """What the participant pinned, as provenance records it: the image's digest, the archive's or the
+    predictions' sha256 (tree.sharing.algorithm_identity names an algorithm for comparing participants)."""
     if submission.image:
         return submission.image
     if submission.image_archive:
@@ -97,8 +98,9 @@ def read_data_key(path: Path) -> bytes:
 
 
 def _content_hash(folder: Path) -> str:
-    """tree_hash of `folder`, computed again only when a file's size, time or inode changed: hidden data
-    is large and read-only, and a warm runner scores many submissions of one phase."""
+    """tree_hash of `folder`, computed again in this process only when a file's size, time or inode
+    changed: a warm runner scores many submissions of one phase on data that is large and read-only (a
+    new `challenge evaluate` process hashes it again)."""
     return _hashed(folder, _stat_key(folder))
 
 

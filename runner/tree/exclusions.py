@@ -27,29 +27,27 @@ def exclusions(paths: TreePaths, slug: str, phase: str) -> dict[str, str]:
 
 def ranking_exclusions(paths: TreePaths, phase: Phase, results: Iterable[Result]) -> dict[str, str]:
     """participant/id -> why it ranks nowhere: the organizers' exclusions, and (unless the phase sets
-    rank_across_data_changes) each result scored on other hidden data or by another evaluation than the
-    phase's newest result, by their provenance; results without provenance are compared with nothing."""
-    return incomparable(phase, results) | exclusions(paths, phase.challenge, phase.slug)
+    rank_across_data_changes) each scored result whose hidden data or evaluation differ from those of the
+    phase's newest scored result, by their provenance; results without provenance are compared with nothing.
+    Failed results rank nowhere anyway, and one that failed before its evaluation ran names the evaluation
+    image as pinned, not as built: they set nothing."""
+    return _incomparable(phase, results) | exclusions(paths, phase.challenge, phase.slug)
 
 
-def incomparable(phase: Phase, results: Iterable[Result]) -> dict[str, str]:
-    if phase.rank_across_data_changes:
+def _incomparable(phase: Phase, results: Iterable[Result]) -> dict[str, str]:
+    scored = [(r, r.provenance) for r in results if r.status == "succeeded" and r.provenance is not None]
+    if phase.rank_across_data_changes or not scored:
         return {}
-    known = [r for r in results if r.provenance is not None]
-    if not known:
-        return {}
-    newest = max(known, key=lambda r: (r.provenance.signed_at if r.provenance else "", r.finished_at or ""))
-    assert newest.provenance is not None
-    data, evaluation = newest.provenance.data_manifest, newest.provenance.evaluation()
+    newest = max(scored, key=lambda pair: (pair[1].signed_at, pair[0].finished_at or ""))[1]
+    data, evaluation = newest.data_manifest, newest.evaluation()
     found = {}
-    for result in known:
-        assert result.provenance is not None
-        other = [what for what, differs in (("hidden data", result.provenance.data_manifest != data),
-                                            ("evaluation", result.provenance.evaluation() != evaluation)) if differs]
+    for result, origin in scored:
+        other = [what for what, differs in (("hidden data", origin.data_manifest != data),
+                                            ("evaluation", origin.evaluation() != evaluation)) if differs]
         if other:
             found[f"{result.participant}/{result.submission}"] = (
                 f"scored on other {' and another '.join(other)} than the phase's newest results "
-                f"(data {short(result.provenance.data_manifest)}, evaluation {short(result.provenance.evaluation())}; "
+                f"(data {short(origin.data_manifest)}, evaluation {short(origin.evaluation())}; "
                 f"now {short(data)}, {short(evaluation)}): not comparable with them")
     return found
 

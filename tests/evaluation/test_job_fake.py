@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 import zipfile
 from collections.abc import Mapping
 from dataclasses import replace
@@ -380,6 +381,17 @@ def test_missing_hidden_data_leaves_it_pending(repo, fake, tmp_path, waits):
     store, reports = evaluate_all(repo, fake, RunnerConfig(data_root=tmp_path / "nowhere"), waits)
     assert reports[0].status == "error" and "hidden data missing on this runner" in reports[0].detail
     assert len(store.pending()) == 1 and fake.runs == [] and waits == []
+
+
+def test_a_data_key_that_cannot_be_read_stops_the_job_before_any_container_runs(repo, fake, data_root, tmp_path):
+    copy = tmp_path / "keyless-data"
+    shutil.copytree(data_root, copy)
+    (copy / ".manifest-key").unlink(missing_ok=True)
+    (copy / ".manifest-key").mkdir()  # not a key
+    submit(repo, fake, Behaviour(write=threshold))
+    store, reports = evaluate_all(repo, fake, RunnerConfig(data_root=copy), [])
+    assert reports[0].status == "error" and ".manifest-key: not a readable hashing key" in reports[0].detail
+    assert len(store.pending()) == 1 and fake.runs == []  # no run spent on a result that could not be signed
 
 
 def test_missing_evaluation_image_is_the_runners_problem(repo, fake, config):

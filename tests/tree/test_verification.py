@@ -133,6 +133,13 @@ def test_results_scored_on_other_data_rank_apart(repo):
     assert "data 222222222222, evaluation cccccccccccc: 1 result(s)" in board
     excluded = board.split("## Excluded results")[1]
     assert "| alice |" in excluded and "scored on other hidden data" in excluded
+    # A newer result that failed before its evaluation ran (it names the evaluation image as pinned, not as
+    # built) sets nothing: bob's data still decides.
+    add_signed_result(repo, store, "carol", 0, data="sha256:" + "2" * 64, evaluation_image="ghcr.io/o/e@sha256:"
+                      + "f" * 64, status="failed", now=NOW + dt.timedelta(days=2))
+    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets)
+    board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "| bob |" not in board.split("## Excluded results")[1]
 
 
 def test_hand_made_records_fail_to_verify_and_never_stop_the_check(signed_repo):
