@@ -2,8 +2,11 @@
 
 A cache entry is right only while the code that computed it is unchanged. The key is read from the code
 itself, never from a list kept by hand: the source of the named modules and of every module of this
-package they import, at any depth (lazy imports inside functions count), with the versions of the
-libraries they import. Imports nothing of the package, so every stage may use it.
+package they import, at any depth (lazy imports inside functions count), with the version of each
+library they import whose distribution has the module's name (numpy, pandas, scipy, jinja2; PyYAML,
+PyGithub and mkdocs-material go by module name alone: asking every installed distribution for its
+modules costs more than a build saves; their versions change only when the locks do). Imports nothing
+of the package, so every stage may use it.
 """
 
 from __future__ import annotations
@@ -23,39 +26,49 @@ NAME = PACKAGE.name
 
 def code_key(modules: Iterable[str], *, package: Path = PACKAGE, extra: Iterable[Path] = ()) -> str:
     """A sha256 of the source of `modules` (dotted names in this package, as `runner.site.pages`) and of what
-    they import, read from `package` (a copy of it, in tests), then of `extra` files (templates)."""
+    they import, read from `package` (a copy of it, in tests), then of `extra` files (templates), each named
+    by its place beside the package, so that another checkout of the same code has the same key."""
     digest = hashlib.sha256()
-    for path, libraries in _closure(tuple(sorted(modules)), package, _stamp(tuple(sorted(modules)), package)):
+    for path, libraries in _closure(tuple(sorted(modules)), package):
         digest.update(f"{path.relative_to(package)}\0".encode())
         digest.update(path.read_bytes())
         digest.update(("\0".join(libraries) + "\0").encode())
     for path in extra:
-        digest.update(f"{path}\0".encode())
+        named = path.relative_to(package.parent) if path.is_relative_to(package.parent) else Path(path.name)
+        digest.update(f"{named}\0".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-_walked: dict[tuple[tuple[str, ...], Path], tuple[Path, ...]] = {}  # the files each walk reached
+Walk = tuple[tuple[Path, tuple[str, ...]], ...]  # each file reached, with the libraries it imports
+_walks: dict[tuple[tuple[str, ...], Path], tuple[tuple[tuple[int, int], ...], Walk]] = {}
 
 
-def _stamp(roots: tuple[str, ...], package: Path) -> tuple[tuple[int, int], ...]:
-    """The size and time of each file the last walk from `roots` reached: a file edited since (which alone
-    can import another module) walks again."""
-    stamps = []
-    for path in _walked.get((roots, package), ()):
+def _closure(roots: tuple[str, ...], package: Path) -> Walk:
+    """The files reached from `roots`, walked again only when one of them changed size or time since the
+    last walk (an edit alone can import another module)."""
+    kept = _walks.get((roots, package))
+    if kept is not None and kept[0] == _stamps(path for path, _ in kept[1]):
+        return kept[1]
+    walk = _walk(roots, package)
+    _walks[roots, package] = (_stamps(path for path, _ in walk), walk)
+    return walk
+
+
+def _stamps(paths: Iterable[Path]) -> tuple[tuple[int, int], ...]:
+    found = []
+    for path in paths:
         try:
             info = path.stat()
         except FileNotFoundError:
-            return ((-1, -1),)
-        stamps.append((info.st_size, info.st_mtime_ns))
-    return tuple(stamps)
+            info = None
+        found.append((info.st_size, info.st_mtime_ns) if info else (-1, -1))
+    return tuple(found)
 
 
-@cache
-def _closure(roots: tuple[str, ...], package: Path,
-             stamp: tuple[tuple[int, int], ...]) -> tuple[tuple[Path, tuple[str, ...]], ...]:
+def _walk(roots: tuple[str, ...], package: Path) -> Walk:
     """Each source file reached from `roots` (packages' __init__ included: importing a module runs them),
-    sorted, with the versions of the libraries it imports. `stamp`: `_stamp`'s, for the cache."""
+    sorted, with the libraries it imports."""
     seen: dict[Path, tuple[str, ...]] = {}
     pending, named = list(roots), set(roots)
     while pending:
@@ -68,7 +81,6 @@ def _closure(roots: tuple[str, ...], package: Path,
             new = {m for m in modules if m.split(".")[0] == NAME} - named
             pending.extend(new)
             named |= new
-    _walked[roots, package] = tuple(sorted(seen))
     return tuple(sorted(seen.items()))
 
 

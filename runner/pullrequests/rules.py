@@ -29,7 +29,7 @@ from runner.tree.model import (
     load_challenge,
     load_submission,
 )
-from runner.tree.paths import CHALLENGES, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import Allowance, allowance, when, window
@@ -110,7 +110,7 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
 
 def _result(path: str | None) -> bool:
     """Whether `path` lies in a challenge's results (a rename's old path counts: it removes a result)."""
-    return path is not None and path.startswith(CHALLENGES + "/") and path.split("/")[2:3] == ["results"]
+    return path is not None and IN_RESULTS.match(path) is not None
 
 
 def _utf8(path: str) -> bool:

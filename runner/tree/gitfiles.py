@@ -1,8 +1,9 @@
-"""What git knows of files of the tree: the commit that added each, and when.
+"""What git knows of files of the tree: the commit that added each, and when; every content (blob) a
+file has had, and those contents; the commit checked out, and whether the clone is shallow.
 
 The time a submission landed is the time of the commit that added it (the squash merge of its pull
 request, made by GitHub, so a participant cannot forge it); the pull-request comments find the
-pull request through the same commit.
+pull request through the same commit. Signed results are checked against the blobs their files held.
 """
 
 from __future__ import annotations
@@ -138,6 +139,4 @@ def shallow(root: Path) -> bool:
 
 def head_commit(root: Path) -> str | None:
     """The commit checked out at `root`, or None outside git."""
-    done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True,
-                          check=False)
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return _git(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None

@@ -20,12 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-import orjson
-
 from runner.codekey import code_key
 from runner.errors import ChallengeError
 from runner.tree.gitfiles import read_blobs
-from runner.tree.model import Result, parse_time
+from runner.tree.model import Result, parse_result, parse_time
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
 from runner.tree.store import Store
@@ -297,18 +295,15 @@ class History:
         return {blob: _parse(content[blob]) if blob in content else None for blob in blobs}
 
     def _git(self, *args: str) -> str:
-        return self._git_bytes(list(args)).decode("utf-8", errors="replace")
-
-    def _git_bytes(self, args: list[str], stdin: bytes | None = None) -> bytes:
         try:
-            done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.store.root, input=stdin,
+            done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.store.root,
                                   capture_output=True, check=False)
         except FileNotFoundError:
             raise HistoryError("git is not installed") from None
         if done.returncode != 0:
             message = done.stderr.decode(errors="replace").strip().splitlines()
             raise HistoryError(f"no git history for {self.store.root}: {message[-1] if message else 'git failed'}")
-        return done.stdout
+        return done.stdout.decode("utf-8", errors="replace")
 
 
 def _key(slug: str, phase: str) -> str:
@@ -341,7 +336,7 @@ def _change(line: str) -> _Change:
 def _parse(data: bytes) -> Result | None:
     """A historic result file; one that is not a result record (hand-edited, older schema) is skipped."""
     try:
-        return Result.from_dict(orjson.loads(data))
-    except (ValueError, TypeError):
+        return parse_result(data, Path("<history>"))
+    except ChallengeError:
         return None
 

@@ -32,6 +32,7 @@ SEALED_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>
 REGISTRATION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
 LISTING_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/challenge\.yml")  # a catalog entry, proposed
 RESULT_GLOB = f"{CHALLENGES}/*/results/*/*/*.json"
+IN_RESULTS = re.compile(rf"{CHALLENGES}/[^/]+/results/")  # anything under a challenge's results (.match)
 SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
 # A challenge's folders that hold data or code, not pages of its site.
 NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",

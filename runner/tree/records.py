@@ -116,7 +116,7 @@ def log_readers(challenge: Challenge, keys: Keys, participants: list[str]) -> li
 
 def read_local(withheld: Path, root: Path, public: Path) -> Result | None:
     path = local_path(withheld, root, public)
-    return Result.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+    return parse_result(path.read_bytes(), path) if path.is_file() else None
 
 
 def read_sealed(public: Path, keys: Keys) -> Result | None:

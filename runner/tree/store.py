@@ -127,10 +127,10 @@ class Store:
         """The whole result as this runner wrote it (its git-ignored copy: logs' last lines too, which no
         public record holds), where it is the one written with the public record; else what `result` reads."""
         path = self.result_path(submission)
-        local = self.local(path)
-        if local is not None and (not path.is_file() or written_together(load_result(path), local)):
-            return local
-        return self.result(submission)
+        if not path.is_file():
+            return self.local(path)
+        public = load_result(path)
+        return self._current_copy(path, public) or self.read_records(path, public)[1]
 
     def results(self, slug: str, phase: str) -> list[Result]:
         """The phase's results: whole where the store's keys open their sealed part, else as public; with a
@@ -158,16 +158,18 @@ class Store:
     def read_result(self, path: Path) -> Result:
         return self.read_records(path)[1]
 
-    def read_records(self, path: Path) -> tuple[Result, Result]:
-        """The public record at `path`, and the whole result: the runner's copy or the sealed record where
-        the store opens one, else the public record again."""
-        public = load_result(path)
+    def read_records(self, path: Path, public: Result | None = None) -> tuple[Result, Result]:
+        """The public record at `path` (`public`, where it was read), and the whole result: the runner's copy
+        or the sealed record where the store opens one, else the public record again."""
+        public = public or load_result(path)
         if not public.withheld:
             return public, public
-        local = self.local(path) if self.copies else None
-        if local is not None and written_together(public, local):  # not a copy another runner's rerun replaced
-            return public, local
-        return public, read_sealed(path, self.keys) or public
+        return public, (self.copies and self._current_copy(path, public)) or read_sealed(path, self.keys) or public
+
+    def _current_copy(self, path: Path, public: Result) -> Result | None:
+        """This runner's copy of the record at `path`, unless another runner's rerun has replaced it."""
+        local = self.local(path)
+        return local if local is not None and written_together(public, local) else None
 
     def local(self, public: Path) -> Result | None:
         """The whole result this runner keeps of the public record at `public`, if it keeps one."""

@@ -8,8 +8,10 @@ fields name, and its provenance agrees with the tree: the submission file is the
 the phase file it names is one the phase file has been in git's history.
 
 The trusted keys are `challenges/allowed_signers`, unless they are pinned outside the tree (publish.yml
-passes the repository's Actions variable, which a writer of the repository cannot set): then the file must
-list the same keys, so that a key added by hand, or the file deleted, stops the build instead of passing.
+passes the repository's Actions variable, which a writer of the repository cannot set): then the pin is
+what verifies and the file, where there is one, must list the same keys, so that a key added by hand
+stops the build instead of passing. Without a pin, the file deleted from a tree whose history has it
+stops the build too.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ class Verifier:
     root: Path
     signers: Signers | None = None
     pinned: bool = False  # the keys come from outside the tree, where a writer of the repository cannot add one
-    _phase_blobs: dict[Path, set[str]] = field(default_factory=dict)
-    _past: dict[str, list[tuple[dt.datetime, str]]] | None = None  # per file that held several records: each
-    # past record's signing time as it claims it, and its blob
+    _phase_blobs: dict[Path, set[str]] = field(default_factory=dict, init=False, repr=False)
+    # Per file that held several records: each past record's signing time as it claims it, and its blob.
+    _past: dict[str, list[tuple[dt.datetime, str]]] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def of(cls, root: Path, *, pinned: Signers | None = None) -> Verifier:
@@ -132,7 +134,7 @@ class Verifier:
 
     def _history(self) -> dict[str, list[tuple[dt.datetime, str]]]:
         """For each result file that is in the tree now and held other records before: each record's claimed
-        signing time (read without verifying) and its blob. One `git log` and one `git cat-file` in all."""
+        signing time (read without verifying) and its blob. One `git log` and one `read_blobs` in all."""
         if self._past is None:
             base = TreePaths(self.root).base.relative_to(self.root)
             held = versions(self.root, f":(glob){base}/*/results/**")

@@ -181,3 +181,13 @@ def test_a_rewritten_history_is_read_whole_again(history_repo):
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
     cache.write_bytes(b"not a pickle")
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+
+
+def test_a_committed_file_that_is_no_record_is_skipped_not_a_crash(history_repo):
+    odd = history_repo / "challenges" / CHALLENGE / "results" / PHASE / "dave" / "v1.json"
+    odd.parent.mkdir(parents=True)
+    odd.write_text("[1]")  # JSON, but no record: written by hand
+    commit(history_repo, "2026-03-07T10:00:00Z")
+    history = History(Store(history_repo))
+    last = history.snapshots(CHALLENGE, PHASE)[-1]
+    assert "dave" not in [r.participant for r in history.results(last)]
