@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from runner.pullrequests.rules import standing
 from runner.tree.policy import window
 
-from .common import SubParsers, open_store, out
+from .common import SubParsers, err, open_store, out
 
 
 def register(sub: SubParsers) -> None:
@@ -26,5 +25,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     phase, now = store.phase(args.challenge, args.phase), dt.datetime.now(dt.UTC)
     state = window(phase, now)
     out.print(f"phase {phase.title!r} takes submissions now" if state.open else state.reason, markup=False)
-    out.print(standing(store, phase, args.participant, now=now).line(phase, args.participant, now), markup=False)
+    out.print(store.standing(phase, args.participant, now=now).line(phase, args.participant, now), markup=False)
+    if not store.knows(phase.challenge, args.participant):  # a typo would read as a clean slate
+        err.print(f"note: {args.participant!r} has no submission in challenge {phase.challenge!r} yet (folder "
+                  "names are as typed: a GitHub login, or a team of teams.yml)", markup=False)
     return 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from runner.errors import printable
 from runner.pullrequests import gitops
 from runner.pullrequests.github import GitHub, GitHubError, PullRequest
-from runner.pullrequests.rules import Proposal, Verdict, check, standing
+from runner.pullrequests.rules import Proposal, Verdict, check
 from runner.ranking.tables import fmt
 from runner.tree.gitfiles import added
 from runner.tree.jsonpaths import lookup
@@ -99,9 +99,14 @@ def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error:
         return (f"### ✅ Submission {_code(verdict.path or '')} is valid, but could not be merged\n\n"
                 f"{merge_error}\n\nAn organizer will look at it.")
     state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
-    standing = f"\n\nYour submissions: {_code(verdict.standing)}" if verdict.standing else ""
+    standing = _standing(verdict.standing) if verdict.standing else ""
     return (f"### ✅ Submission {_code(verdict.path or '')} accepted\n\n{state}. "
             "The result is posted here when the evaluation is done." + standing + _notes(verdict))
+
+
+def _standing(line: str) -> str:
+    """Where the participant stands against the limit (`Store.standing`), closing a comment."""
+    return f"\n\nYour submissions: {_code(line)}"
 
 
 def _notes(verdict: Verdict) -> str:
@@ -131,9 +136,8 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
         landed = added(store.root, submission_of_result(rel) or "")
         pulls = tuple(hub.pulls_for_commit(landed.commit)) if landed else ()
         phase = store.phase(result.challenge, result.phase)
-        stands = standing(store, phase, result.participant, now=now).line(phase, result.participant, now)
-        body = result_comment(result, phase, store.visibility(phase, result, now=now)) + \
-            f"\n\nYour submissions: {_code(printable(stands))}"
+        stands = store.standing(phase, result.participant, now=now).line(phase, result.participant, now)
+        body = result_comment(result, phase, store.visibility(phase, result, now=now)) + _standing(printable(stands))
         key = f"{result.challenge}/{result.phase}/{result.participant}/{result.submission}"
         marker = f"<!-- challenge-bot:result:{key} -->"
         comments = tuple(hub.upsert_comment(n, marker=marker, body=body) for n in pulls)

@@ -13,7 +13,7 @@ import hashlib
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -29,10 +29,10 @@ from runner.tree.model import (
     load_challenge,
     load_submission,
 )
-from runner.tree.paths import IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import CHALLENGES, IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
-from runner.tree.policy import Allowance, allowance, when, window
+from runner.tree.policy import when, window
 from runner.tree.references import image_refusal
 from runner.tree.scaffold import MAX_SLUG
 from runner.tree.sharing import algorithm_identity, describe, same_image
@@ -328,20 +328,10 @@ def _parent(store: Store, phase: Phase, participant: str) -> list[str]:
 
 def _limit(store: Store, phase: Phase, participant: str, sub_id: str, now: dt.datetime) -> list[str]:
     """grand-challenge's limit (`policy.allowance`): refused when none is left with this one counted."""
-    stands = standing(store, phase, participant, now=now, besides=sub_id)
+    stands = store.standing(phase, participant, now=now, besides=sub_id)
     if stands.left is None or stands.left > 0 or stands.limit == 0:  # a limit of 0: `window` says it is closed
         return []
     return [stands.line(phase, participant, now)]
-
-
-def standing(store: Store, phase: Phase, participant: str, *, now: dt.datetime, besides: str = "",
-             counting: int = 0) -> Allowance:
-    """Where `participant` stands against the phase's limit: their results there, and their pending
-    submissions but `besides` (the one being judged), and `counting` more (it, once accepted)."""
-    results = [r for r in store.results(phase.challenge, phase.slug) if r.participant == participant]
-    pending = [s for s in store.pending() if (s.challenge, s.phase, s.participant) ==
-               (phase.challenge, phase.slug, participant) and s.id != besides]
-    return allowance(phase, results, pending=len(pending) + counting, now=now)
 
 
 def _standing_after(store: Store, target: Change, now: dt.datetime) -> str:
@@ -349,7 +339,7 @@ def _standing_after(store: Store, target: Change, now: dt.datetime) -> str:
     match = SUBMISSION_PATH.fullmatch(target.path)
     assert match is not None  # `_target` chose it by this pattern
     phase = store.phase(match["challenge"], match["phase"])
-    after = standing(store, phase, match["participant"], now=now, besides=match["id"], counting=1)
+    after = store.standing(phase, match["participant"], now=now, besides=match["id"], counting=1)
     return after.line(phase, match["participant"], now)
 
 
@@ -414,10 +404,13 @@ def _listing(store: Store, proposal: Proposal, target: Change, slug: str) -> lis
         return [f"{target.path}: {slug!r} is not a challenge slug (at most {MAX_SLUG} lowercase letters, digits "
                 "and single '-')"]
     folder, own = store.paths.base / slug, store.paths.base / slug / "challenge.yml"
-    if target.status != "added" or any(p != own for p in folder.rglob("*")) or (store.paths.base / f"{slug}.md")\
-            .exists():
-        return [f"{target.path}: challenge {slug!r} is listed already, or {slug!r} names a page of the site; "
-                "its organizers change it"]
+    if target.status != "added":
+        return [f"{target.path}: this pull request changes a challenge; its organizers change it (the bot judges "
+                "new listings only)"]
+    if any(p != own for p in folder.rglob("*")):
+        return [f"{target.path}: challenge {slug!r} is listed already"]
+    if (store.paths.base / f"{slug}.md").exists():
+        return [f"{target.path}: {slug!r} is the name of a page of the site ({CHALLENGES}/{slug}.md): choose another"]
     try:
         listed = proposed_file(proposal, target.path, lambda path: _as_folder(path, slug))
     except ModelError as exc:
@@ -425,17 +418,20 @@ def _listing(store: Store, proposal: Proposal, target: Change, slug: str) -> lis
     if listed.hosted_here:
         return [f"{target.path}: a pull request lists a challenge hosted elsewhere (platform: grand-challenge, "
                 "kaggle, codalab, ... with its website_url); one hosted here is set up by its organizers"]
-    if hosting := [name for name in HOSTING_FIELDS if getattr(listed, name) != getattr(LISTED_DEFAULTS, name)]:
-        return [f"{target.path}: {', '.join(hosting)}: a listing gives catalog fields only; what runs a "
-                "challenge here is set by its organizers"]
+    unlisted = Challenge(slug=listed.slug, name=listed.name, headline=listed.headline)  # every other default
+    if hosting := [f.name for f in fields(Challenge) if f.name not in CATALOG_FIELDS
+                   and getattr(listed, f.name) != getattr(unlisted, f.name)]:
+        return [f"{target.path}: {', '.join(hosting)}: a listing gives catalog fields only "
+                f"({', '.join(CATALOG_FIELDS)}); what runs a challenge here is set by its organizers"]
     return []
 
 
-# The fields of challenge.yml that run a challenge here (data, keys, registration, leaderboards): a listing
-# of one hosted elsewhere leaves them as they are by default.
-HOSTING_FIELDS = ("data", "data_url", "registration", "registration_closes_at", "combined_leaderboards",
-                  "recipients", "publish_key")
-LISTED_DEFAULTS = Challenge(slug="x", name="x", headline="x")
+# What a listing of a challenge hosted elsewhere may set: the catalog's fields (OpenChallenges'). Any other
+# field of challenge.yml (data, keys, registration, leaderboards, and whatever comes next) runs a challenge
+# here, and is its organizers' to set.
+CATALOG_FIELDS = ("slug", "name", "headline", "description", "status", "platform", "start_date", "end_date", "type",
+                  "incentives", "submission_types", "input_data_types", "operation", "categories", "tags",
+                  "website_url", "doi", "organizations")
 
 
 def _as_folder(path: Path, slug: str) -> Challenge:

@@ -1,5 +1,5 @@
 """The static site: pages generated from the tree and its results into a staging folder, kept
 between runs where their inputs did not change, then built by MkDocs or Zensical, and served.
 
-Knows: runner.errors, tree, ranking. Must not import: execution, evaluation, pullrequests, cli.
+Knows: runner.errors, codekey, tree, ranking. Must not import: execution, evaluation, pullrequests, cli.
 """

@@ -1,5 +1,6 @@
-"""Every cache of the site build: what `pages` generates is kept between runs, so a rebuild computes,
-reads and writes only what changed. `pages` says what each page shows; this is the one layer that remembers.
+"""Every cache of page generation: what `pages` generates is kept between runs, so a rebuild computes,
+reads and writes only what changed. `pages` says what each page shows; this is the one layer that remembers
+(what MkDocs then builds from the pages is `incremental`'s own cache).
 
 Knows where each cache lives (beside the folder `generate` is given, `build/page-cache`) and what its
 entries depend on, never what a page says:

@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from runner.tree.model import Challenge, Phase
+from runner.tree.model import NAME, Challenge, Phase
 from runner.tree.paths import CHALLENGES
 from runner.tree.policy import plural, visibility, window
 
@@ -32,6 +32,7 @@ class PhaseFacts:
     path: str
     yaml: str
     submit: str | None = None  # GitHub's editor with the file prefilled; LOGIN stands for the reader's folder
+    folder: str = NAME.pattern  # what may stand for LOGIN: a GitHub login or a team's name (teams.yml's rule)
 
 
 def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase], ranking: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import glob
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import cache
@@ -29,7 +30,7 @@ from runner.tree.model import (
 )
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
-from runner.tree.policy import Visibility, public_record, ranked_record, visibility, withholds
+from runner.tree.policy import Allowance, Visibility, allowance, public_record, ranked_record, visibility, withholds
 from runner.tree.records import Keys, local_path, read_local, read_sealed, signed, write_atomic, write_sealed
 from runner.tree.signing import SigningKey
 from runner.tree.verification import Check, Verifier, written_together
@@ -122,6 +123,20 @@ class Store:
     def result(self, submission: Submission) -> Result | None:
         path = self.result_path(submission)
         return self.read_result(path) if path.exists() else None
+
+    def standing(self, phase: Phase, participant: str, *, now: dt.datetime, besides: str = "",
+                 counting: int = 0) -> Allowance:
+        """Where `participant` (a folder: a login or a team) stands against the phase's limit
+        (`policy.allowance`): their results there, their pending submissions but `besides` (one being
+        judged), and `counting` more (it, once accepted)."""
+        results = [r for r in self.results(phase.challenge, phase.slug) if r.participant == participant]
+        pending = [s for s in self.pending() if (s.challenge, s.phase, s.participant) ==
+                   (phase.challenge, phase.slug, participant) and s.id != besides]
+        return allowance(phase, results, pending=len(pending) + counting, now=now)
+
+    def knows(self, slug: str, participant: str) -> bool:
+        """Whether `participant` has a submission folder in any phase of challenge `slug`."""
+        return any(folder.is_dir() for folder in self.paths.submissions(slug).glob(f"*/{glob.escape(participant)}"))
 
     def runner_result(self, submission: Submission) -> Result | None:
         """The whole result as this runner wrote it (its git-ignored copy: logs' last lines too, which no

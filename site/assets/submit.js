@@ -1,13 +1,13 @@
 // An open phase's "Submit from your browser" button: GitHub's new-file editor at the reader's own
 // submission folder, with the file prefilled (runner/site/facts.py writes the address, LOGIN standing
-// for the folder). Only a GitHub login or a team's folder name is put into the address.
+// for the folder). Only a GitHub login or a team's folder name is put into the address: the field's
+// pattern is the tree's own rule for them (runner/tree/schema_types.py NAME).
 (function () {
-  var LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
-
   function wire(form) {
     var input = form.querySelector(".submit-login"), button = form.querySelector(".submit-button");
+    var name = new RegExp("^(?:" + input.getAttribute("pattern") + ")$");
     function update() {
-      var login = input.value.trim(), ok = LOGIN.test(login);
+      var login = input.value.trim(), ok = name.test(login);
       if (ok) button.href = form.dataset.submit.replace("/LOGIN?", "/" + encodeURIComponent(login) + "?");
       else button.removeAttribute("href");
       button.setAttribute("aria-disabled", ok ? "false" : "true");

@@ -27,7 +27,12 @@ def test_submissions_left_and_when_the_next_fits(repo, capsys):
     assert line.startswith("phase 'Final test' allows 3 submissions per day and 'alice' has 2 evaluated and 1 "
                            "pending; you can submit again on ")  # when v1 is a day old
     assert (now + dt.timedelta(hours=21)).strftime("%Y-%m-%d %H:") in line
-    assert status(repo, capsys, "bob")[1].endswith("'bob' has 0 evaluated and 0 pending: 3 left")
+    assert main(["--root", str(repo), "status", CHALLENGE, PHASE, "--participant", "bob"]) == 0
+    said = capsys.readouterr()
+    assert said.out.splitlines()[1].endswith("'bob' has 0 evaluated and 0 pending: 3 left")
+    assert "note: 'bob' has no submission in challenge" in said.err  # a typo would read as a clean slate
+    main(["--root", str(repo), "status", CHALLENGE, PHASE, "--participant", "alice"])
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_a_hidden_phase_says_it_takes_no_submissions(repo, capsys):

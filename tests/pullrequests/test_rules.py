@@ -425,11 +425,16 @@ def test_a_listing_under_a_folder_that_is_no_slug_is_refused_before_it_is_read()
 
 def test_a_listed_challenge_is_changed_by_its_organizers_only(github, repo):
     line = refused(github, repo, {f"challenges/{CHALLENGE}/challenge.yml": LISTING}, author="carol")
-    assert line == f"challenges/{CHALLENGE}/challenge.yml: challenge '{CHALLENGE}' is listed already, or " \
-                   f"'{CHALLENGE}' names a page of the site; its organizers change it"
+    assert line == f"challenges/{CHALLENGE}/challenge.yml: this pull request changes a challenge; its organizers " \
+                   "change it (the bot judges new listings only)"
+    (repo / "challenges" / "taken").mkdir()
+    (repo / "challenges" / "taken" / "faq.md").write_text("# FAQ\n")
+    assert refused(github, repo, {"challenges/taken/challenge.yml": LISTING}, author="carol") == \
+        "challenges/taken/challenge.yml: challenge 'taken' is listed already"
     # Nor may a listing take the name of a guide the site publishes.
-    assert "names a page of the site" in refused(github, repo, {"challenges/participants/challenge.yml": LISTING},
-                                                 author="carol")
+    assert refused(github, repo, {"challenges/participants/challenge.yml": LISTING}, author="carol") == \
+        "challenges/participants/challenge.yml: 'participants' is the name of a page of the site " \
+        "(challenges/participants.md): choose another"
 
 
 def test_the_organizers_guide_example_listing_is_accepted():

@@ -1,5 +1,6 @@
 """Submitting from the browser, in headless Chromium with the network cut: an open phase's button opens
-GitHub's editor at the reader's own folder with the submission file filled in; a closed phase has none."""
+GitHub's editor at the reader's own folder with the submission file filled in; a phase that takes no
+submissions has none."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def test_an_open_phase_opens_githubs_editor_at_the_readers_folder(page, site_url
     field = forms[0].find_element(By.CSS_SELECTOR, ".submit-login")
     field.send_keys("../../x")  # not a login: no address
     assert button.get_attribute("href") is None
+    field.clear()
+    field.send_keys("vision_lab.2")  # a team's name may hold what no login does
+    assert "/vision_lab.2?" in button.get_attribute("href")
     field.clear()
     field.send_keys("alice-lab")
     address = urlsplit(button.get_attribute("href"))
