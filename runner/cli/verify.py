@@ -120,8 +120,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if not result.equal:
         cause = "; ".join(result.changes) or "nothing it was made from changed: the algorithm or the evaluation " \
                                             "is not deterministic"
-        raise ChallengeError(f"{len(result.differences)} of {result.compared} metric value(s) differ ({cause})")
-    out.print(f"reproduced: all {result.compared} metric value(s) equal within rtol {args.rtol:g}, atol {args.atol:g}")
+        raise ChallengeError(f"{len(result.differences)} of {result.compared} value(s) differ ({cause})")
+    out.print(f"reproduced: all {result.compared} value(s) (status and metrics) equal within rtol {args.rtol:g}, "
+              f"atol {args.atol:g}")
     return 0
 
 

@@ -33,7 +33,7 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Comparison:
-    compared: int  # metric values compared
+    compared: int  # values compared: the status, and each metric path either record has
     differences: list[str]  # one line per value that differs: its path, recorded, now
     changes: list[str]  # what produced the two differently, from their provenance
 
@@ -56,8 +56,8 @@ def compare(recorded: Result, again: Result, tolerance: Tolerance) -> Comparison
             differences.append(f"{path}: not recorded, now {new[path]!r}")
         elif not _same(old[path], new[path], tolerance):
             differences.append(f"{path}: recorded {old[path]!r}, now {new[path]!r}")
-    return Comparison(len(old.keys() & new.keys()), differences, provenance_changes(recorded.provenance,
-                                                                                    again.provenance))
+    return Comparison(1 + len(old.keys() | new.keys()), differences,
+                      provenance_changes(recorded.provenance, again.provenance))
 
 
 def provenance_changes(recorded: Provenance | None, again: Provenance | None) -> list[str]:
