@@ -17,16 +17,57 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-# subcommand -> the module here that registers it
+
+
+class Command:
+    """A subcommand: the module here that registers it, and its line in `challenge --help`."""
+
+    __slots__ = ("module", "summary")
+
+    def __init__(self, module: str, summary: str) -> None:
+        self.module = module
+        self.summary = summary
+
+
+# Each subcommand, declared once: `challenge --help` lists them from here without importing a module.
 COMMANDS = {
-    "check": "tree", "evaluate": "evaluate", "leaderboard": "leaderboard", "rank": "rank", "report": "report",
-    "build": "site", "serve": "site", "demo": "demo", "check-submission": "submissions",
-    "pr": "submissions", "pending": "submissions", "commit-results": "submissions", "dry-run": "submissions",
-    "dispatch": "submissions", "runner-repo": "submissions",
-    "new": "new", "try": "tryout", "data": "data",
-    "schema": "schema", "keys": "keys", "unseal": "keys", "reseal": "keys", "logs": "keys", "runner": "warm",
-    "rerun": "reruns", "preserve": "reruns", "doctor": "doctor", "verify": "verify", "reproduce": "verify",
-    "status": "status",
+    "check": Command("tree", "validate the challenge tree, or one file or folder"),
+    "evaluate": Command("evaluate", "evaluate submissions in the sandbox and write their results"),
+    "leaderboard": Command("leaderboard", "print a phase's leaderboard"),
+    "rank": Command("rank", "rank per-case results from a CSV file (task, case, algorithm, value)"),
+    "report": Command("report", "write a challenge's results report (HTML and Markdown with figures)"),
+    "build": Command("site", "generate pages, then build the static site"),
+    "serve": Command("site", "serve the site, regenerating pages as you edit"),
+    "demo": Command("demo", "evaluate the example challenges for real, build and serve the site"),
+    "check-submission": Command("submissions", "judge a pull request's diff by the submission rules"),
+    "pr": Command("submissions", "act on pull requests through the GitHub API"),
+    "pending": Command("submissions", "count pending submissions and plan evaluation shards"),
+    "commit-results": Command("submissions", "commit new result files and push them, retrying on races"),
+    "dry-run": Command("submissions", "walk one pull request through every workflow step against a local GitHub API "
+                                      "server, with the real Docker engine"),
+    "dispatch": Command("submissions", "ask the runner repository to evaluate, when something is pending"),
+    "runner-repo": Command("submissions", "write the private runner repository that evaluates this one's submissions "
+                                          "on self-hosted GPU runners"),
+    "new": Command("new", "write a new challenge folder that passes `challenge check` and runs in `challenge try`"),
+    "try": Command("tryout", "run a submission locally as the runner would, on public sample data; writes no result"),
+    "data": Command("data", "download a challenge's data sets, or seal gated links for participants"),
+    "schema": Command("schema", "print the JSON Schema of one file kind, or of all of them by kind"),
+    "keys": Command("keys", "the site's publish key; this runner's signing key"),
+    "unseal": Command("keys", "print a result whole, its sealed part opened with your key"),
+    "reseal": Command("keys", "seal every sealed result again to the challenges' recipients now"),
+    "logs": Command("keys", "print a debugging phase's full logs of your submission, opened with your SSH key"),
+    "runner": Command("warm", "a warm runner process that `challenge evaluate --runner SOCKET` hands its work to "
+                              "(saves each job the runner's start)"),
+    "rerun": Command("reruns", "run a phase's algorithms again on another phase's hidden data, as new results there "
+                               "(living benchmarks, retraining the best)"),
+    "preserve": Command("reruns", "save the algorithm images a phase's submissions name as archives on this runner, so "
+                                  "a later rerun still finds them"),
+    "doctor": Command("doctor", "check this runner host: the engine, GPUs, hidden data and its permissions, disk, keys "
+                                "and registries (exit 1 if a check fails)"),
+    "verify": Command("verify", "check every result's runner signature and provenance"),
+    "reproduce": Command("verify", "evaluate a result's submission again on this runner and compare every metric with "
+                                   "the recorded one"),
+    "status": Command("status", "whether a phase takes submissions now, and how many a participant has left"),
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
 
@@ -70,11 +111,18 @@ def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"challenge {__version__}")
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: current folder)")
     p.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks on errors")
-    sub = p.add_subparsers(dest="command", required=True)
-    wanted = _command(argv)
-    for name in dict.fromkeys(COMMANDS[wanted] if wanted else m for m in COMMANDS.values()):
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if wanted := _command(argv):
+        importlib.import_module(f"{__name__}.{COMMANDS[wanted].module}").register(sub)
+    else:  # `challenge --help`, or no command: the list alone, without importing any command's module
+        for name, command in COMMANDS.items():
+            sub.add_parser(name, help=command.summary)
     return p
+
+
+def summary(command: str) -> str:
+    """A subcommand's line in `challenge --help`, for the module that registers it."""
+    return COMMANDS[command].summary
 
 
 def _command(argv: Sequence[str]) -> str | None:

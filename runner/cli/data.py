@@ -30,11 +30,12 @@ from runner.tree.people import load_registration
 from runner.tree.sealing import Recipient, SealError, read_identity_file, recipient
 from runner.tree.store import Store
 
+from . import summary
 from .common import SubParsers, UsageError, err, open_store, out
 
 
 def register(sub: SubParsers) -> None:
-    data = sub.add_parser("data", help="download a challenge's data sets, or seal gated links for participants")
+    data = sub.add_parser("data", help=summary("data"))
     commands = data.add_subparsers(dest="data_command", required=True)
     d = commands.add_parser("download", help="download, verify (sha256) and resume a challenge's data sets")
     d.add_argument("challenge")

@@ -20,6 +20,7 @@ from runner.tree.signing import SigningKey, load_or_create, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import signers_path
 
+from . import summary
 from .common import SubParsers, err, out, port, stage, took
 from .evaluate import runner_executor, with_progress
 from .keys import SIGNING_KEY_FILE
@@ -51,7 +52,7 @@ DEMO_RUNNER = "demo-runner"  # the principal the demo's results are signed as
 
 
 def register(sub: SubParsers) -> None:
-    d = sub.add_parser("demo", help="evaluate the example challenges for real, build and serve the site")
+    d = sub.add_parser("demo", help=summary("demo"))
     d.add_argument("--no-serve", action="store_true", help="stop after building the site")
     d.add_argument("--port", type=port, default=8000)
     d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from runner.evaluation.doctor import Check, Host, examine, failed
 
+from . import summary
 from .common import SubParsers, err, open_store, out, state_dir
 from .evaluate import add_runner_options, runner_config, runner_engine
 from .keys import runner_keys
@@ -17,8 +18,7 @@ STYLES = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
 
 def register(sub: SubParsers) -> None:
-    d = sub.add_parser("doctor", help="check this runner host: the engine, GPUs, hidden data and its permissions, "
-                                      "disk, keys and registries (exit 1 if a check fails)")
+    d = sub.add_parser("doctor", help=summary("doctor"))
     add_runner_options(d)
     d.set_defaults(func=cmd_doctor)
 

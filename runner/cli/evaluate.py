@@ -34,7 +34,7 @@ from runner.tree.schema_types import Size
 from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
 
-from . import warm_client
+from . import summary, warm_client
 from .common import SubParsers, UsageError, err, out, state_dir
 from .keys import runner_keys, runner_store
 
@@ -47,7 +47,7 @@ STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped":
 
 
 def register(sub: SubParsers) -> None:
-    e = sub.add_parser("evaluate", help="evaluate submissions in the sandbox and write their results")
+    e = sub.add_parser("evaluate", help=summary("evaluate"))
     e.add_argument("submissions", nargs="*", type=Path, help="submission YAML files")
     e.add_argument("--pending", action="store_true", help="every submission that has no result yet")
     e.add_argument("--rerun", action="store_true", help="replace existing results")

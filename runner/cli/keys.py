@@ -29,6 +29,7 @@ from runner.tree.signing import (
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
 
+from . import summary
 from .common import ENV_STATE, SubParsers, UsageError, err, open_store, out, state_dir
 
 ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
@@ -39,7 +40,7 @@ RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
 
 def register(sub: SubParsers) -> None:
-    keys = sub.add_parser("keys", help="the site's publish key; this runner's signing key")
+    keys = sub.add_parser("keys", help=summary("keys"))
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     new = keys_sub.add_parser("new", help="make a publish key: print its secret (for the Actions secret) and its "
                                           "public key (for challenge.yml)")
@@ -49,16 +50,15 @@ def register(sub: SubParsers) -> None:
     signing.add_argument("--name", type=principal, default=socket.gethostname() or "runner",
                          help="the principal it signs as (default: this host's name)")
     signing.set_defaults(func=cmd_keys_runner)
-    unseal_p = sub.add_parser("unseal", help="print a result whole, its sealed part opened with your key")
+    unseal_p = sub.add_parser("unseal", help=summary("unseal"))
     unseal_p.add_argument("result", type=Path, help=RECORD)
     _identity(unseal_p)
     unseal_p.set_defaults(func=cmd_unseal)
-    logs = sub.add_parser("logs", help="print a debugging phase's full logs of your submission, opened with your "
-                                       "SSH key")
+    logs = sub.add_parser("logs", help=summary("logs"))
     logs.add_argument("result", type=Path, help=RECORD)
     _identity(logs, default=Path.home() / ".ssh" / "id_ed25519")
     logs.set_defaults(func=cmd_logs)
-    reseal = sub.add_parser("reseal", help="seal every sealed result again to the challenges' recipients now")
+    reseal = sub.add_parser("reseal", help=summary("reseal"))
     reseal.add_argument("--challenge", help="only this challenge")
     _identity(reseal)
     reseal.set_defaults(func=cmd_reseal)

@@ -18,12 +18,13 @@ from runner.tree.records import Keys
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
 
+from . import summary
 from .common import SubParsers, UsageError, open_store, print_table
 from .keys import tree_verifier
 
 
 def register(sub: SubParsers) -> None:
-    lb = sub.add_parser("leaderboard", help="print a phase's leaderboard")
+    lb = sub.add_parser("leaderboard", help=summary("leaderboard"))
     lb.add_argument("challenge")
     lb.add_argument("phase")
     lb.add_argument("--format", choices=("table", "csv", "json"), default="table")

@@ -8,12 +8,12 @@ import datetime as dt
 from runner.execution.baseimage import DEFAULT_BASE
 from runner.tree.scaffold import NEW_KINDS, PLANS, new_challenge
 
+from . import summary
 from .common import SubParsers, out
 
 
 def register(sub: SubParsers) -> None:
-    n = sub.add_parser("new", help="write a new challenge folder that passes `challenge check` and runs in "
-                                   "`challenge try`")
+    n = sub.add_parser("new", help=summary("new"))
     n.add_argument("slug", help="the challenge's name in URLs and folders, e.g. liver-segmentation")
     n.add_argument("--kind", choices=NEW_KINDS, default="algorithm",
                    help="algorithm: participants submit containers (type 2); predictions: files of outputs "

@@ -24,6 +24,7 @@ from runner.ranking.methods import (
 )
 from runner.ranking.uncertainty import bootstrap
 
+from . import summary
 from .common import SubParsers, UsageError, print_table
 
 MISSING_TOKENS = {"", "NA", "NaN", "nan", "null"}
@@ -32,7 +33,7 @@ TITLES = {"aggregate-then-rank": "{aggregate}", "rank-then-aggregate": "{aggrega
 
 
 def register(sub: SubParsers) -> None:
-    r = sub.add_parser("rank", help="rank per-case results from a CSV file (task, case, algorithm, value)")
+    r = sub.add_parser("rank", help=summary("rank"))
     r.add_argument("file", type=Path, help="CSV file: task, case, algorithm, value (NA or empty: missing)")
     r.add_argument("--method", choices=get_args(Method), default="aggregate-then-rank")
     r.add_argument("--aggregate", choices=get_args(Aggregate), default="mean")

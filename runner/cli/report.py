@@ -11,13 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from runner.site.build import SiteConfig
 from runner.site.report import build_report, write_report
 
+from . import summary
 from .common import SubParsers, err, open_store, out
 from .keys import tree_verifier
 from .leaderboard import leaderboard_keys
 
 
 def register(sub: SubParsers) -> None:
-    r = sub.add_parser("report", help="write a challenge's results report (HTML and Markdown with figures)")
+    r = sub.add_parser("report", help=summary("report"))
     r.add_argument("challenge")
     r.add_argument("--output", type=Path, metavar="DIR",
                    help="folder for report.html, report.md and figures/ (default: build/report/<challenge>)")

@@ -22,6 +22,7 @@ from runner.tree.model import ModelError, Phase, Result, Submission
 from runner.tree.policy import visibility
 from runner.tree.store import Store
 
+from . import summary
 from .common import SubParsers, UsageError, err, open_store
 from .evaluate import (
     add_preserved_dir,
@@ -38,8 +39,7 @@ STYLES = {"written": "green", "kept": "dim", "conflict": "yellow"}
 
 
 def register(sub: SubParsers) -> None:
-    r = sub.add_parser("rerun", help="run a phase's algorithms again on another phase's hidden data, as new "
-                       "results there (living benchmarks, retraining the best)")
+    r = sub.add_parser("rerun", help=summary("rerun"))
     r.add_argument("challenge")
     r.add_argument("--from", dest="source", required=True, metavar="PHASE", help="the phase whose results are carried")
     r.add_argument("--to", dest="target", required=True, metavar="PHASE", help="the phase they are evaluated in")
@@ -57,8 +57,7 @@ def register(sub: SubParsers) -> None:
     add_runner_options(r)
     r.set_defaults(func=cmd_rerun)
 
-    p = sub.add_parser("preserve", help="save the algorithm images a phase's submissions name as archives on "
-                       "this runner, so a later rerun still finds them")
+    p = sub.add_parser("preserve", help=summary("preserve"))
     p.add_argument("challenge")
     p.add_argument("--phase", required=True)
     add_preserved_dir(p)

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 from runner.tree.schema import NAMES, json_schema, json_schemas
 
+from . import summary
+
 if TYPE_CHECKING:  # not imported to run: `challenge schema` needs none of what the other commands share
     from .common import SubParsers
 
 
 def register(sub: SubParsers) -> None:
-    s = sub.add_parser("schema", help="print the JSON Schema of one file kind, or of all of them by kind")
+    s = sub.add_parser("schema", help=summary("schema"))
     s.add_argument("kind", nargs="?", choices=NAMES, help="one kind (default: all, as a mapping by kind)")
     s.set_defaults(func=cmd_schema)
 

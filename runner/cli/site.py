@@ -8,17 +8,18 @@ from pathlib import Path
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 
+from . import summary
 from .common import SubParsers, err, open_store, out, port
 from .keys import ENV_ALLOWED_SIGNERS, publish_keys, tree_verifier
 
 
 def register(sub: SubParsers) -> None:
-    b = sub.add_parser("build", help="generate pages, then build the static site")
+    b = sub.add_parser("build", help=summary("build"))
     b.add_argument("--builder", choices=BUILDERS, default="mkdocs")
     b.add_argument("--pages-only", action="store_true", help="only generate the staging folder")
     b.add_argument("--strict", action="store_true", help="fail on warnings such as broken links")
     b.set_defaults(func=cmd_build)
-    s = sub.add_parser("serve", help="serve the site, regenerating pages as you edit")
+    s = sub.add_parser("serve", help=summary("serve"))
     s.add_argument("--port", type=port, default=8000)
     s.set_defaults(func=cmd_serve)
 

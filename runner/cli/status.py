@@ -8,11 +8,12 @@ import datetime as dt
 
 from runner.tree.policy import window
 
+from . import summary
 from .common import SubParsers, err, open_store, out
 
 
 def register(sub: SubParsers) -> None:
-    s = sub.add_parser("status", help="whether a phase takes submissions now, and how many a participant has left")
+    s = sub.add_parser("status", help=summary("status"))
     s.add_argument("challenge")
     s.add_argument("phase")
     s.add_argument("--participant", required=True, help="a GitHub login, or a team's folder name (its members "

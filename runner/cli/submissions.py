@@ -23,6 +23,7 @@ from runner.pullrequests.github import ENV_TOKEN, GitHub
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
 
+from . import summary
 from .common import SubParsers, UsageError, err, open_store, out
 
 VERDICT_FILE = "verdict.json"
@@ -30,7 +31,7 @@ DISPATCH_EVENT = "evaluate"  # what the runner repository's evaluate workflow li
 
 
 def register(sub: SubParsers) -> None:
-    c = sub.add_parser("check-submission", help="judge a pull request's diff by the submission rules")
+    c = sub.add_parser("check-submission", help=summary("check-submission"))
     c.add_argument("--author", required=True, help="the pull request author's GitHub login")
     c.add_argument("--base", default="HEAD^1", help="the base commit (default: HEAD^1 of the merge checkout)")
     c.add_argument("--head", default="HEAD", help="the proposed tree (default: HEAD)")
@@ -45,7 +46,7 @@ def register(sub: SubParsers) -> None:
 
 
 def _register_pr(sub: SubParsers) -> None:
-    pr = sub.add_parser("pr", help="act on pull requests through the GitHub API").add_subparsers(
+    pr = sub.add_parser("pr", help=summary("pr")).add_subparsers(
         dest="pr_command", required=True)
     r = pr.add_parser("review", help="judge a pull request at a commit, comment, label and merge it")
     which = r.add_mutually_exclusive_group(required=True)
@@ -64,20 +65,20 @@ def _register_pr(sub: SubParsers) -> None:
 
 
 def _register_runner(sub: SubParsers) -> None:
-    p = sub.add_parser("pending", help="count pending submissions and plan evaluation shards")
+    p = sub.add_parser("pending", help=summary("pending"))
     p.add_argument("--shards", type=int, default=1, help="at most this many shards")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="github: count=N and shards=[...] lines for $GITHUB_OUTPUT")
     p.set_defaults(func=cmd_pending)
 
-    d = sub.add_parser("dispatch", help="ask the runner repository to evaluate, when something is pending")
+    d = sub.add_parser("dispatch", help=summary("dispatch"))
     d.add_argument("--to", required=True, metavar="OWNER/NAME", help="the runner repository (the public "
                    "repository's variable RUNNER_REPOSITORY)")
     d.add_argument("--event", default=DISPATCH_EVENT, help=f"the repository_dispatch type (default: {DISPATCH_EVENT})")
     d.add_argument("--api-url", help="GitHub's REST API (default: $GITHUB_API_URL, else api.github.com)")
     d.set_defaults(func=cmd_dispatch)
 
-    cr = sub.add_parser("commit-results", help="commit new result files and push them, retrying on races")
+    cr = sub.add_parser("commit-results", help=summary("commit-results"))
     cr.add_argument("--message", default="Evaluation results")
     cr.add_argument("--remote", default="origin")
     cr.add_argument("--branch", help="the branch to push to (default: the checked-out branch)")
@@ -86,8 +87,7 @@ def _register_runner(sub: SubParsers) -> None:
 
 
 def _register_dry_run(sub: SubParsers) -> None:
-    d = sub.add_parser("dry-run", help="walk one pull request through every workflow step against a local "
-                       "GitHub API server, with the real Docker engine")
+    d = sub.add_parser("dry-run", help=summary("dry-run"))
     d.add_argument("--pr", type=int, required=True)
     d.add_argument("--remote", required=True, help="the git repository that server serves (a path or URL)")
     d.add_argument("--api-url", required=True, help="the local server speaking GitHub's REST API")
@@ -102,8 +102,7 @@ def _register_dry_run(sub: SubParsers) -> None:
 
 
 def _register_runner_repository(sub: SubParsers) -> None:
-    r = sub.add_parser("runner-repo", help="write the private runner repository that evaluates this one's "
-                       "submissions on self-hosted GPU runners")
+    r = sub.add_parser("runner-repo", help=summary("runner-repo"))
     r.add_argument("dest", type=Path, help="the runner repository's folder (a new clone, say)")
     r.add_argument("--public", required=True, metavar="OWNER/NAME", help="this public challenge repository")
     r.add_argument("--force", action="store_true", help="replace the files if they are there")

@@ -10,12 +10,13 @@ from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
 from runner.tree.check import Report, check
 from runner.tree.records import Keys
 
+from . import summary
 from .common import SubParsers, err, open_store, out
 from .keys import runner_keys
 
 
 def register(sub: SubParsers) -> None:
-    c = sub.add_parser("check", help="validate the challenge tree, or one file or folder")
+    c = sub.add_parser("check", help=summary("check"))
     c.add_argument("path", nargs="?", type=Path)
     c.set_defaults(func=cmd_check)
 

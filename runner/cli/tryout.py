@@ -40,6 +40,7 @@ from runner.ranking.tables import fmt
 from runner.tree.model import Phase, Result, Submission, load_submission, participant_yaml
 from runner.tree.store import Store
 
+from . import summary
 from .common import SubParsers, UsageError, err, out, print_table, stage
 from .evaluate import ENV_GPUS, gpu_ids, runner_executor
 
@@ -48,8 +49,7 @@ LOG_TAIL = 20  # lines of the failing container's log shown
 
 
 def register(sub: SubParsers) -> None:
-    t = sub.add_parser("try", help="run a submission locally as the runner would, on public sample data; "
-                                   "writes no result")
+    t = sub.add_parser("try", help=summary("try"))
     t.add_argument("submission", help="a submission file; with --phase: an image (ID, tag or pinned reference) "
                                       "or a predictions file")
     t.add_argument("--phase", metavar="C/PHASE", help="the challenge and phase, e.g. ellipsoid-segmentation/final-test")

@@ -17,6 +17,7 @@ from runner.tree.records import read_sealed
 from runner.tree.store import Store
 from runner.tree.verification import Check, Verifier
 
+from . import summary
 from .common import SubParsers, UsageError, err, open_store, out, stage
 from .evaluate import add_runner_options, runner_config, runner_executor
 from .keys import publish_keys, runner_keys, tree_verifier
@@ -24,7 +25,7 @@ from .leaderboard import leaderboard_keys
 
 
 def register(sub: SubParsers) -> None:
-    v = sub.add_parser("verify", help="check every result's runner signature and provenance")
+    v = sub.add_parser("verify", help=summary("verify"))
     v.add_argument("path", nargs="?", type=Path, help="a result file or a folder of them (default: challenges/)")
     v.add_argument("--identity", "-i", type=Path, help="also check the sealed records this key opens (an "
                    "organizer's key; or the publish key in $CHALLENGE_PUBLISH_KEY)")
@@ -32,8 +33,7 @@ def register(sub: SubParsers) -> None:
                    "the repository (default: $CHALLENGE_ALLOWED_SIGNERS, else challenges/allowed_signers); the "
                    "tree's file must then list the same keys")
     v.set_defaults(func=cmd_verify)
-    r = sub.add_parser("reproduce", help="evaluate a result's submission again on this runner and compare "
-                                         "every metric with the recorded one")
+    r = sub.add_parser("reproduce", help=summary("reproduce"))
     r.add_argument("result", type=Path, help="the result's public record, results/<phase>/<participant>/<id>.json")
     r.add_argument("--rtol", type=float, default=Tolerance.relative, help="relative tolerance (default: %(default)g)")
     r.add_argument("--atol", type=float, default=Tolerance.absolute, help="absolute tolerance (default: %(default)g)")

@@ -34,6 +34,7 @@ from typing import IO, cast
 from runner.errors import ChallengeError
 from runner.execution.sandbox import Executor
 
+from . import summary
 from .common import SubParsers, UsageError, err, out
 from .evaluate import gpu_ids, runner_executor
 from .warm_client import forwarded
@@ -43,8 +44,7 @@ SWEEP_EVERY_S = 60.0  # what dead runners left is swept at the first job, then a
 
 
 def register(sub: SubParsers) -> None:
-    r = sub.add_parser("runner", help="a warm runner process that `challenge evaluate --runner SOCKET` hands its "
-                                      "work to (saves each job the runner's start)")
+    r = sub.add_parser("runner", help=summary("runner"))
     r.add_argument("--socket", type=Path, required=True, help="the Unix socket to listen on (made owner-only)")
     r.set_defaults(func=cmd_runner)
 

@@ -1,0 +1,36 @@
+"""The command table: `challenge --help` lists every command without importing their modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runner.cli import COMMANDS, parser
+
+
+def test_help_lists_every_command_with_its_summary_and_imports_none_of_them():
+    probe = ("import sys\nfrom runner.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('runner.') or m.split('.')[0] in "
+             "('pandas', 'scipy', 'numpy', 'docker', 'github', 'jinja2', 'pydantic', 'rich')))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    *help_lines, imported = run.stdout.strip().splitlines()
+    assert imported == "['runner.cli', 'runner.cli.warm_client']"
+    shown = " ".join(" ".join(help_lines).split())  # argparse wraps summaries
+    for name, command in COMMANDS.items():
+        assert f"{name} {' '.join(command.summary.split())}" in shown
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_is_registered_by_its_module_with_the_tables_summary(name):
+    sub = next(a for a in parser([name])._actions if a.dest == "command")
+    assert name in sub.choices  # type: ignore[attr-defined]
+    listed = {action.dest: action.help for action in sub._choices_actions}  # type: ignore[attr-defined]
+    assert listed[name] == COMMANDS[name].summary
+
+
+def test_an_unknown_command_is_a_usage_error():
+    with pytest.raises(SystemExit) as stop:
+        parser(["nope"]).parse_args(["nope"])
+    assert stop.value.code == 2
