@@ -31,7 +31,6 @@ from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from runner.ranking.exact import fixed, infinite_part, printed, ratio, whole
 
@@ -272,6 +271,8 @@ def _runs(ordered: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _greater_p(r_plus: np.ndarray, n: np.ndarray, tie_sum: np.ndarray) -> np.ndarray:
+    from scipy import special  # here: its import takes 0.3 s, which only significance tests need
+
     # in scipy's order of operations (scipy/stats/_wilcoxon.py), so results agree to the last bit
     mn = n * (n + 1.0) * 0.25
     se = np.sqrt((n * (n + 1.0) * (2.0 * n + 1.0) - tie_sum / 2) / 24)

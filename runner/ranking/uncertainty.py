@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from runner.ranking.methods import (
     RankSpec,
@@ -81,6 +80,8 @@ def _kendall(reference: np.ndarray, rankings: np.ndarray) -> np.ndarray:
     dominates there); scipy's O(n log n) per sample for hundreds of teams."""
     if len(reference) <= SMALL_TEAMS:
         return kendall_tau_b(reference, rankings)
+    from scipy import stats  # here: its import takes 0.7 s, and most leaderboards never need it
+
     return np.array([stats.kendalltau(reference, r).statistic for r in rankings])
 
 
