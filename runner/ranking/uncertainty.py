@@ -20,7 +20,9 @@ from runner.ranking.methods import (
     task_matrix,
 )
 
-SMALL_TEAMS = 64
+# Up to here Kendall's tau over all samples at once beats scipy's per-sample call (1,000 samples: 0.06 s
+# against 0.15 s at 200 teams, 0.26 s against 0.17 s at 400), and scipy.stats (0.7 s to import) is not loaded.
+SMALL_TEAMS = 300
 
 
 @dataclass(frozen=True)
