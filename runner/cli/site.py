@@ -34,7 +34,7 @@ def generate_pages(root: Path) -> SiteConfig:
     store = open_store(root, keys=publish_keys(), verifier=verifier)  # publishes only what verifies
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
-    builder_config(config)  # the navigation just generated, for `mkdocs serve` as for builds
+    builder_config(config)  # the navigation just generated, for the site builder
     return config
 
 
@@ -52,6 +52,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     config = SiteConfig.read(root)
     # markup=False: an error message quoting YAML ("[1, 2]") is printed as it is, not as Rich markup.
-    return serve.serve_live(root, args.port, lambda: generate_pages(root),
+    return serve.serve_live(config.site, args.port, lambda: build_site(generate_pages(root)),
                             [root / "challenges", config.templates, config.assets],
                             log=lambda line: err.print(line, markup=False))

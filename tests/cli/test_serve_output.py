@@ -64,14 +64,7 @@ def test_a_port_that_is_no_port_is_a_usage_error(repo, capsys):
     assert "argument --port: expected a port from 1 to 65535, not '70000'" in capsys.readouterr().err
 
 
-SLOW_START = "import time\n\ndef on_serve(server, config, builder):\n    time.sleep(3)\n    return server\n"
-
-
 def test_serving_on_is_printed_once_the_server_answers(repo):
-    """`mkdocs serve` made slow to start (a hook sleeping before it binds): the line waits for it."""
-    (repo / "slow_start.py").write_text(SLOW_START)
-    with (repo / "mkdocs.yml").open("a") as config:
-        config.write("hooks:\n  - slow_start.py\n")
     port = free_port()
     server = challenge(repo, "serve", "--port", str(port))
     lines: queue.Queue[str] = queue.Queue()

@@ -5,6 +5,7 @@ that each test stops; every wait is bounded."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -33,9 +34,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def fetch(url: str) -> str | None:
+def fetch(url: str, timeout: float = 2) -> str | None:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.read().decode()
     except OSError:
         return None
@@ -59,21 +60,30 @@ def wait_until(check: Callable[[], bool], seconds: float = 20) -> None:
         time.sleep(0.05)
 
 
-def test_serve_regenerates_on_edit(repo):
+def test_serve_rebuilds_on_edit_and_tells_open_pages_to_reload(repo):
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "--root", str(repo), "serve", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/{CHALLENGE}/"
-        wait_for(url, "Segment every ellipsoid")
+        first = wait_for(url, "Segment every ellipsoid")
+        assert serve.RELOAD_PATH in first and first.index(serve.RELOAD_PATH) > first.index("Segment every ellipsoid")
+        waiting: list[str | None] = []  # an open page's long poll, asked before the edit
+        poll = threading.Thread(target=lambda: waiting.append(fetch(f"http://127.0.0.1:{port}"
+                                                                    f"{serve.RELOAD_PATH}?after=0", timeout=60)))
+        poll.start()
         page = repo / "challenges" / CHALLENGE / "index.md"
         page.write_text(page.read_text().replace("Segment every ellipsoid", "Find every ellipsoid"))
         wait_for(url, "Find every ellipsoid")
+        poll.join(timeout=60)
+        assert waiting == ["1"]  # answered once the build was done: the page reloads
+        index = fetch(f"http://127.0.0.1:{port}/search/search_index.json")
+        assert index and json.loads(index)["docs"]  # files other than pages are served as they are
     finally:
         server.terminate()  # SIGTERM
         server.wait(timeout=30)
     assert server.returncode == 0
-    assert fetch(url) is None  # the mkdocs server it started is gone too
+    assert fetch(url) is None  # the server is gone with it
 
 
 @dataclass
@@ -198,7 +208,7 @@ def test_editor_temp_files_are_ignored(repo, watch, name):
     assert watcher.settle(max(1.0, 4 * QUIET_S)) == 0
 
 
-def test_ctrl_c_stops_mkdocs_too(repo):
+def test_ctrl_c_stops_serving(repo):
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "--root", str(repo), "serve", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -213,13 +223,3 @@ def test_ctrl_c_stops_mkdocs_too(repo):
             server.wait(timeout=30)
     assert server.returncode == 0
     assert fetch(url) is None
-
-
-def test_serve_live_ends_when_mkdocs_exits(tmp_path):
-    """With nothing for `mkdocs serve` to serve (no mkdocs.yml) it exits; so does serve_live, with its code."""
-    code = ("import sys; from pathlib import Path; from runner.site import serve; "
-            "sys.exit(serve.serve_live(Path(sys.argv[1]), int(sys.argv[2]), lambda: None, [Path(sys.argv[1])]))")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(free_port())], capture_output=True,
-                          text=True, timeout=60)
-    # mkdocs's usage error, passed on
-    assert done.returncode == 2 and "mkdocs.generated.yml" in done.stderr, done.stderr
