@@ -10,8 +10,10 @@ as tests/helpers.py writes them, ten per participant), each in a child process o
 - latency: the time from saving `challenges/<c>/index.md` to `build/stage/<c>/index.md` holding
   the new text, with the real page generation (median of `--repeats`), and of it the watcher's
   share: from the save to the page generation starting (the rest is page generation);
-- with `--html`, also the time to the page served by `challenge serve` (`mkdocs serve` rebuilding
-  into its temporary folder), polled on 127.0.0.1.
+- `challenge serve` itself, the whole process tree (every process it started, should it start any):
+  its idle CPU over `--seconds` once it says "serving on", as a share of one core; target < 1 %;
+- with `--html`, also the time to the page served by `challenge serve` (the site rebuilt into
+  build/site), polled on 127.0.0.1.
 
 Run: .venv/bin/python benchmarks/bench_serve.py [--counts 0,10000,50000] [--seconds 10] [--repeats 5] [--html]
 """
@@ -208,6 +210,34 @@ def fetch(url: str) -> str:
         return ""
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of `pid` and every process below it, from /proc."""
+    ticks, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended meanwhile
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def serve_idle(root: Path, seconds: float) -> float:
+    """CPU seconds the whole `challenge serve` process tree spends over `seconds` once serving."""
+    child = Child([sys.executable, "-m", "runner.cli", "--root", str(root), "serve", "--port", str(free_port())])
+    try:
+        child.expect("serving on", 600)
+        time.sleep(1)  # the line is printed from the watcher's first pass: let it end
+        before = tree_cpu(child.proc.pid)
+        time.sleep(seconds)
+        return tree_cpu(child.proc.pid) - before
+    finally:
+        child.close()
+
+
 def html_latency(root: Path, repeats: int) -> list[float]:
     """Seconds from saving the organizer's page to `challenge serve` serving the edit."""
     port = free_port()
@@ -233,13 +263,16 @@ def measure(root: Path, count: int, args: argparse.Namespace) -> dict:
     row: dict = {"results": count}
     row["watch_start_s"], row["watch_idle_s"] = idle_cpu("watch", root, args.seconds)
     row["poll_start_s"], row["poll_idle_s"] = idle_cpu("poll", root, args.seconds)
+    row["serve_idle_s"] = serve_idle(root, args.seconds)
     totals, detected = staged_latency(root, args.repeats)
     row["staged_s"], row["detected_s"] = median(totals), median(detected)
     row["staged_all_s"] = [round(t, 3) for t in totals]
     if args.html:
         row["html_s"] = median(html_latency(root, args.repeats))
     print(f"  N={count:,}: watcher idle {row['watch_idle_s'] * 1000:.0f} ms, polling idle "
-          f"{row['poll_idle_s'] * 1000:.0f} ms, save->staged {row['staged_s']:.2f} s", flush=True)
+          f"{row['poll_idle_s'] * 1000:.0f} ms, challenge serve (its process tree) idle "
+          f"{row['serve_idle_s'] * 1000:.0f} ms = {100 * row['serve_idle_s'] / args.seconds:.2f} % of a core "
+          f"(target < 1 %), save->staged {row['staged_s']:.2f} s", flush=True)
     return row
 
 

@@ -211,7 +211,7 @@ class LiveHandler(http.server.SimpleHTTPRequestHandler):
 
     def _reload_answer(self) -> io.BytesIO:
         seen = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("after", ["0"])[0]
-        count = self.builds.after(int(seen) if seen.isdigit() else 0, RELOAD_WAIT_S)
+        count = self.builds.after(int(seen) if seen.isdigit() and len(seen) < 19 else 0, RELOAD_WAIT_S)
         body = str(count).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
