@@ -194,27 +194,21 @@ class LiveHandler(http.server.SimpleHTTPRequestHandler):
     builds: Builds
 
     def send_head(self) -> Any:
-        if self.path.startswith(RELOAD_PATH):
-            return self._reload_answer()
+        if urllib.parse.urlsplit(self.path).path == RELOAD_PATH:
+            seen = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("after", ["0"])[0]
+            count = self.builds.after(int(seen) if seen.isdigit() and len(seen) < 19 else 0, RELOAD_WAIT_S)
+            return self._fresh(str(count).encode(), "text/plain")
         path = Path(self.translate_path(self.path))
-        if path.is_dir() and self.path.split("?", 1)[0].endswith("/"):
+        if path.is_dir() and urllib.parse.urlsplit(self.path).path.endswith("/"):
             path = path / "index.html"
         if path.suffix != ".html" or not path.is_file():
             return super().send_head()  # assets, data files, folders without a slash (redirected), 404s
-        page = _with_reload(path.read_bytes(), self.builds.count)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(page)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        return io.BytesIO(page)
+        return self._fresh(_with_reload(path.read_bytes(), self.builds.count), "text/html; charset=utf-8")
 
-    def _reload_answer(self) -> io.BytesIO:
-        seen = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("after", ["0"])[0]
-        count = self.builds.after(int(seen) if seen.isdigit() and len(seen) < 19 else 0, RELOAD_WAIT_S)
-        body = str(count).encode()
+    def _fresh(self, body: bytes, content_type: str) -> io.BytesIO:
+        """Headers for `body`, which a browser must not keep (the next build changes it); the body to send."""
         self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
@@ -244,9 +238,9 @@ def serve_live(site: Path, port: int, rebuild: Callable[[], object], watched: li
     builds = Builds()
     handler = type("Handler", (LiveHandler,), {"builds": builds})
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     server = http.server.ThreadingHTTPServer((HOST, port), functools.partial(handler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
 
     def built() -> None:
         rebuild()
