@@ -50,6 +50,7 @@ COMMANDS = {
     "runner-repo": Command("submissions", "write the private runner repository that evaluates this one's submissions "
                                           "on self-hosted GPU runners"),
     "new": Command("new", "write a new challenge folder that passes `challenge check` and runs in `challenge try`"),
+    "run": Command("run", "run a published result's algorithm on your own cases, in the phase's sandbox"),
     "try": Command("tryout", "run a submission locally as the runner would, on public sample data; writes no result"),
     "data": Command("data", "download a challenge's data sets, or seal gated links for participants"),
     "schema": Command("schema", "print the JSON Schema of one file kind, or of all of them by kind"),

@@ -82,7 +82,7 @@ def cmd_try(args: argparse.Namespace) -> int:
                           on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False))
         logs = scratch / "logs" / submission.key
         if args.logs:
-            _print_logs(logs)
+            print_logs(logs)
         return _report(result, phase, logs)
 
 
@@ -246,7 +246,7 @@ def _parts(phase: Phase) -> tuple[str, ...]:
 def _report(result: Result, phase: Phase, logs: Path) -> int:
     if result.status == "failed":
         out.print(f"[red]failed[/]: {escape(result.error or '')}", highlight=False)
-        _print_tail(logs)
+        print_tail(logs)
         return 1
     board = leaderboard(phase, [result])
     row = board.rows[0]
@@ -267,7 +267,7 @@ def _report(result: Result, phase: Phase, logs: Path) -> int:
     return 0
 
 
-def _print_tail(logs: Path) -> None:
+def print_tail(logs: Path) -> None:
     """The last lines of the log of the container that failed (the last one written)."""
     found = sorted(logs.glob("*.log"), key=lambda p: p.stat().st_mtime) if logs.is_dir() else []
     if not found:
@@ -279,7 +279,7 @@ def _print_tail(logs: Path) -> None:
             out.print(f"  {printable(line)}", markup=False, highlight=False)
 
 
-def _print_logs(logs: Path) -> None:
+def print_logs(logs: Path) -> None:
     for path in sorted(logs.glob("*.log")) if logs.is_dir() else []:
         out.print(f"--- {path.stem} log ---", markup=False)
         for line in path.read_text(errors="replace").rstrip().splitlines():  # the containers' own bytes

@@ -57,7 +57,7 @@ from runner.tree.sealing import Identity
 from runner.tree.store import Store
 
 __all__ = ["ENV_DATA_ROOT", "GROUND_TRUTH", "ContainerFailed", "RunnerConfig", "RunnerError", "SubmissionFailure",
-           "evaluate", "read_metrics", "unpack_predictions"]
+           "evaluate", "predict", "read_metrics", "unpack_predictions"]
 
 PARTICIPANT_LOG_BYTES = 64 * 1024
 GROUND_TRUTH = "/opt/ml/input/data/ground_truth"
@@ -164,6 +164,23 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
         details=details_of(submission),  # the site lists title and links without reading submission files
         provenance=origin,
     )
+
+
+def predict(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig, inputs: Path,
+            output: Path, on_case: CaseCallback | None = None) -> RunRecord:
+    """`challenge run`: the submission's algorithm alone on `inputs` (laid out as the phase's hidden inputs),
+    with the runs, sandbox and limits of an evaluation; what its evaluation would read is copied into
+    `output`. SubmissionFailure when the algorithm fails (`ContainerFailed` keeps what was measured),
+    RunnerError as `evaluate`. The caller checks `policy.not_runnable` first."""
+    phase = store.phase(submission.challenge, submission.phase)
+    prefix = f"{WORK_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
+        job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
+        job.ref, image_id = job._algorithm_image()
+        job._run_as(image_id, "Algorithm image could not be used")
+        record = job._algorithm(inputs, image_id)
+        shutil.copytree(job.predictions, output, dirs_exist_ok=True)
+    return record
 
 
 class _Job:

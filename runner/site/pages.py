@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -55,7 +56,7 @@ from runner.tree.model import (
     SubmissionDetails,
 )
 from runner.tree.paths import NOT_PAGES, result_path
-from runner.tree.policy import public_record, visibility, withholds
+from runner.tree.policy import not_runnable, public_record, visibility, withholds
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 from runner.tree.verification import Check
@@ -340,6 +341,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         extra: dict[str, object] = {"excluded": excluded[key]} if key in excluded else {}
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
         extra |= {"verification": trail.verification(key)}
+        extra |= {"run": run_command(result)} if not_runnable(phase, result) is None else {}
         public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs
         if bundled:
             bundles.setdefault(result.participant, {})[result.submission] = {**public, **extra}
@@ -352,6 +354,12 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
             not r.metrics or (r.participant, r.submission) in unranked)]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
+
+
+def run_command(result: Result) -> str:
+    """What the result page offers to type in a clone of the repository to run this result's algorithm."""
+    path = result_path(result.challenge, result.phase, result.participant, result.submission)
+    return f"challenge run {shlex.quote(path)} --input MY_CASES --output MY_OUTPUTS"
 
 
 def _submission_details(run: _Run, viewer: Path, results: list[Result]) -> tuple[dict[str, SubmissionDetails],

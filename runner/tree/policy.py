@@ -153,6 +153,18 @@ def ranked_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     return replace(result.without_logs(), error=public.error) if shown.scores else public
 
 
+def not_runnable(phase: Phase, result: Result) -> str | None:
+    """Why `challenge run` cannot run this result's algorithm on someone's own cases (None: it can); the
+    result page shows the command only where this is None."""
+    if not phase.runs_algorithms:
+        return "its phase takes predictions: there is no algorithm to run"
+    if phase.submission_kind == "training":
+        return "its phase trains on hidden data: the trained model stays on the runner, the image alone is untrained"
+    if result.algorithm is None:
+        return "its algorithm never ran (the submission failed before it)"
+    return None
+
+
 def participant_logs(logs: dict[str, str]) -> dict[str, str]:
     """What a debugging phase shows a participant: the logs of their own containers (algorithm, training),
     never the evaluation's, which reads the ground truth and prints scores the phase may withhold."""

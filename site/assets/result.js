@@ -170,6 +170,15 @@
     });
   }
 
+  // The command that runs this result's algorithm on the reader's own cases (`challenge run`).
+  function rerun(view, result) {
+    if (typeof result.run !== "string") return;
+    add(view, "h3", "Run this algorithm");
+    add(view, "p", "On your own cases, in a clone of this repository, with the phase's sandbox and input layout " +
+      "(Docker needed):");
+    add(add(view, "pre", undefined, "result-run"), "code", result.run);
+  }
+
   // Where the result comes from, as the runner signed it, and whether the record still verifies.
   var ORIGIN = [["data_manifest", "Data manifest"], ["evaluation_context", "Evaluation build context"],
     ["evaluation_image", "Evaluation image"], ["algorithm", "Algorithm"], ["submission_blob", "Submission file (git blob)"],
@@ -210,6 +219,7 @@
     else if (board && result.status === "succeeded" && !o.withheld) standing(view, board, result, o);
     if (result.metrics) metrics(view, result.metrics, o.places);
     runs(view, result, o.places);
+    rerun(view, result);
     provenance(view, result);
   }
 

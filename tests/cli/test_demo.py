@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -51,6 +53,15 @@ def test_demo_no_serve(tmp_path, base_image, capsys):
                  "--data-root", str(workspace / "data-root"), "--allow-local-images",
                  "--base-image", base_image]) == 0
     assert "reproduced: all" in capsys.readouterr().out
+    # Its algorithm, as its result page says, on cases it has never seen.
+    new = tmp_path / "new-cases"
+    subprocess.run([sys.executable, str(REPO / "challenges" / CHALLENGE / "data" / "make_data.py"), str(new),
+                    "--cases", "2", "--seed", "99"], check=True, capture_output=True)
+    assert main(["--root", str(workspace), "run", str(results / "alice" / "smoothed-v1.json"),
+                 "--input", str(new / CHALLENGE / PHASE / "inputs"), "--output", str(tmp_path / "outputs"),
+                 "--base-image", base_image]) == 0
+    assert sorted(p.name for p in (tmp_path / "outputs").iterdir()) == ["case-000.npy", "case-001.npy"]
+    assert "wrote 2 file(s)" in capsys.readouterr().out
     record = results / "alice" / "smoothed-v1.json"
     kept = record.read_text()
     dice = f"{smoothed['metrics']['aggregates']['dice']['mean']!r}"

@@ -120,6 +120,9 @@ def test_result_viewer_renders_a_result(page, site_url):
     charts = page.find_elements(By.CSS_SELECTOR, "#result-view svg.chart")
     assert len(charts) >= 4 and all(c.find_elements(By.TAG_NAME, "circle") for c in charts)
     assert f"ghcr.io/bob/a@sha256:{'cd' * 32}" in page.find_element(By.ID, "result-view").text
+    command = page.find_element(By.CSS_SELECTOR, "#result-view pre.result-run").text
+    assert command == f"challenge run challenges/{CHALLENGE}/results/{PHASE}/bob/v1.json --input MY_CASES " \
+                      "--output MY_OUTPUTS"
 
 
 def test_result_viewer_shows_a_failure(page, site_url):

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from runner.tree.model import Result, RunRecord
-from runner.tree.policy import EVALUATION_FAILED, public_record, visibility, window
+from runner.tree.policy import EVALUATION_FAILED, not_runnable, public_record, visibility, window
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
 
@@ -93,3 +93,14 @@ def test_an_evaluations_failure_line_is_public_only_where_every_value_is(phase, 
     record = public_record(result, shown, visibility(shown, now=NOW))
     assert (line in record.to_json()) is public
     assert (record.error == EVALUATION_FAILED) is not public
+
+
+def test_only_a_result_whose_algorithm_ran_outside_training_can_be_run_again(repo):
+    store = Store(repo)
+    ran = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
+                 created_at="2026-03-01T10:00:00+00:00", started_at="2026-03-01T10:00:00+00:00",
+                 finished_at="2026-03-01T10:00:00+00:00", algorithm=RunRecord(image="x@sha256:" + "a" * 64))
+    assert not_runnable(store.phase(CHALLENGE, PHASE), ran) is None
+    assert "never ran" in (not_runnable(store.phase(CHALLENGE, PHASE), replace(ran, algorithm=None)) or "")
+    assert "takes predictions" in (not_runnable(store.phase("lung-cancer-prediction", "stage1"), ran) or "")
+    assert "trained model stays on the runner" in (not_runnable(store.phase("lesion-training", "final"), ran) or "")
