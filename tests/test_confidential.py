@@ -25,7 +25,6 @@ from runner.cli import main
 from runner.errors import Retry
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
-from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.pullrequests.review import result_comment
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
@@ -34,6 +33,7 @@ from runner.tree.policy import EVALUATION_FAILED
 from runner.tree.records import Keys
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
+from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, commit, edit_yaml, write_submission
 
 CLOSES = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=dt.UTC)

@@ -13,8 +13,8 @@ from rich.console import Console
 
 from runner.cli import main
 from runner.cli.common import stage, took
-from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from tests.cli.test_try import fake, own_data, run_try  # noqa: F401 (fixtures)
+from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, REPO
 
 DONE = r"done in \d+\.\d s"

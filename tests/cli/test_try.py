@@ -16,10 +16,10 @@ import pytest
 
 from runner.cli import main
 from runner.evaluation.job import GROUND_TRUTH
-from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.images import image_tag
 from runner.tree.store import Store
 from tests.evaluation.test_challenges_examples import CHALLENGES, examples_of
+from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, IMAGES, PHASE, edit_yaml, phase_file, write_submission
 
 CASES = ("case-000.npy", "case-001.npy", "case-002.npy")

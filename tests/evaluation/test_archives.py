@@ -23,10 +23,10 @@ from runner.evaluation.archives import MAX_TRIES, Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
 from runner.execution.archives import BadArchive
-from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.tree.model import ModelError
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
+from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE
 
 

@@ -21,10 +21,10 @@ import yaml
 from runner.evaluation.examples import commit_beside, examples, prepare_workspace, submit
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
-from runner.execution.fake import FAKE_BASE, FakeExecutor
 from runner.tree.check import check
 from runner.tree.model import Result
 from runner.tree.store import Store
+from tests.fake_executor import FAKE_BASE, FakeExecutor
 from tests.helpers import REPO
 
 CHALLENGES = REPO / "challenges"

@@ -33,10 +33,10 @@ from runner.evaluation.examples import make_hidden_data
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.provenance import data_key
 from runner.execution.docker_engine import DockerEngine
-from runner.execution.fake import FakeExecutor
 from runner.execution.sandbox import NOBODY, Mount, RunSpec, SandboxError
 from runner.tree.sealing import identity, new_identity
 from runner.tree.store import Store
+from tests.fake_executor import FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, REPO, edit_yaml, nvml_readable, phase_file, write_submission
 
 GPU_PHASE = "abdominal-organs/test"  # the one example phase with algorithm_resources.gpus: 1

@@ -25,7 +25,6 @@ from runner.evaluation.archives import preserve_image
 from runner.evaluation.job import GROUND_TRUTH, RunnerConfig
 from runner.evaluation.queue import EVALKIT, JobReport, run_jobs
 from runner.execution.docker_engine import DockerEngine
-from runner.execution.fake import FAKE_BASE, Behaviour, FakeExecutor
 from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, RunAs, SandboxError
 from runner.site.reference import measurements
@@ -33,6 +32,7 @@ from runner.tree.jsonpaths import lookup
 from runner.tree.model import ModelError, Result, scored_document
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
+from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file, write_submission
 
 CASES = ("case-000.npy", "case-001.npy", "case-002.npy")

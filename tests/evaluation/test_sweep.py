@@ -11,8 +11,8 @@ from runner.evaluation.cache import OutputCache
 from runner.evaluation.job import WORK_PREFIX, RunnerConfig
 from runner.evaluation.metrics import MAX_DEPTH, UnreadableJson, read_json
 from runner.evaluation.sweep import sweep, sweep_work_dirs
-from runner.execution.fake import FakeExecutor
 from runner.execution.sandbox import last_line
+from tests.fake_executor import FakeExecutor
 
 KIB = 1024
 

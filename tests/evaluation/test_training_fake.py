@@ -15,11 +15,11 @@ import pytest
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
 from runner.evaluation.training import BLOCK, MAX_CHECKPOINT_DEPTH, TrainingFolder, TrainingState
-from runner.execution.fake import Behaviour, FakeExecutor
 from runner.execution.images import tree_hash
 from runner.tree.store import Store
 from tests.evaluation import test_job_fake
 from tests.evaluation.test_job_fake import ALGORITHM, KEY, edit_phase, evaluate_all, result_of, submit
+from tests.fake_executor import Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, write_submission
 
 TRAINING = "/opt/ml/input/data/training"
