@@ -39,6 +39,8 @@ def register(sub: SubParsers) -> None:
                    help="an empty or new folder for what the algorithm writes")
     r.add_argument("--preserved-dir", type=Path, metavar="DIR", help="archives of algorithm images saved by "
                    "`challenge preserve`, used when an image cannot be pulled (default: <state folder>/preserved)")
+    r.add_argument("--allow-local-images", action="store_true", help="also run an image this engine holds by its "
+                   "ID (sha256:..., as the demo's results name theirs) and fetch archives from private addresses")
     r.add_argument("--logs", action="store_true", help="print the algorithm's full logs")
     r.add_argument("--base-image", help="Python base image of the runner's helper containers")
     r.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
@@ -60,8 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     gpus = gpu_ids(args.gpus)
     executor, _ = runner_executor(args.base_image, root=store.root, gpus=gpus)
     with contextlib.closing(executor), tempfile.TemporaryDirectory(prefix="run-", dir=store.root / SCRATCH) as tmp:
-        config = RunnerConfig(data_root=Path(tmp), log_dir=Path(tmp, "logs"), allow_local_images=True,
-                              runtime=args.runtime, gpu_ids=gpus, cpu_fallback=True,
+        config = RunnerConfig(data_root=Path(tmp), log_dir=Path(tmp, "logs"), runtime=args.runtime, gpu_ids=gpus,
+                              allow_local_images=args.allow_local_images, cpu_fallback=True,
                               preserved_dir=preserved_dir(args, store))
         cases = sum(1 for p in inputs.iterdir() if not p.name.startswith("."))
         what = printable(submission.image_archive.url if submission.image_archive else submission.image or "", 300)

@@ -59,7 +59,7 @@ def test_demo_no_serve(tmp_path, base_image, capsys):
                     "--cases", "2", "--seed", "99"], check=True, capture_output=True)
     assert main(["--root", str(workspace), "run", str(results / "alice" / "smoothed-v1.json"),
                  "--input", str(new / CHALLENGE / PHASE / "inputs"), "--output", str(tmp_path / "outputs"),
-                 "--base-image", base_image]) == 0
+                 "--base-image", base_image, "--allow-local-images"]) == 0
     assert sorted(p.name for p in (tmp_path / "outputs").iterdir()) == ["case-000.npy", "case-001.npy"]
     assert "wrote 2 file(s)" in capsys.readouterr().out
     record = results / "alice" / "smoothed-v1.json"

@@ -62,7 +62,7 @@ def test_a_published_algorithm_writes_its_outputs_for_new_cases(repo, capsys, en
     before = sorted(p.relative_to(repo) for p in repo.rglob("*") if p.is_file() and "build" not in p.parts)
     output = tmp_path / "outputs"
     code, printed, err = run(repo, capsys, str(record), "--input", str(new_cases), "--output", str(output),
-                             "--base-image", base_image)
+                             "--base-image", base_image, "--allow-local-images")
     assert code == 0, printed + err
     cases = sorted(p.name for p in new_cases.iterdir())
     assert sorted(p.name for p in output.iterdir()) == cases  # one prediction per new case
@@ -78,7 +78,7 @@ def test_a_published_algorithm_writes_its_outputs_for_new_cases(repo, capsys, en
 def test_the_algorithm_runs_in_the_phases_sandbox(repo, capsys, behave, new_cases, tmp_path, base_image):
     record = publish(repo, behave("network"))
     code, printed, err = run(repo, capsys, str(record), "--input", str(new_cases), "--output",
-                             str(tmp_path / "out"), "--base-image", base_image)
+                             str(tmp_path / "out"), "--base-image", base_image, "--allow-local-images")
     assert code == 1
     assert "Algorithm failed: " in err and "Network is unreachable" in err + printed
 
@@ -113,3 +113,13 @@ def test_bad_arguments_say_which_and_why(repo, capsys, new_cases, tmp_path, case
     assert code == 1 and expected in err and "Traceback" not in err
     if case == "full-output":
         assert (output / "mine.txt").read_text() == "keep me"
+
+
+@docker
+def test_an_image_named_by_its_local_id_needs_allow_local_images(repo, capsys, new_cases, tmp_path, base_image):
+    """A reader's engine runs only what a registry serves by digest unless they ask (the demo's local images):
+    the flag also lets an archive's download reach private addresses, so it is never the default."""
+    record = publish(repo, f"sha256:{'ab' * 32}")
+    code, _, err = run(repo, capsys, str(record), "--input", str(new_cases), "--output", str(tmp_path / "o"),
+                       "--base-image", base_image)
+    assert code == 1 and f"Algorithm image sha256:{'ab' * 32}: " in err and "Traceback" not in err
