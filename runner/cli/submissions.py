@@ -1,10 +1,12 @@
 """Submissions by pull request: the workflow steps that judge, merge, dispatch, shard, commit and report.
 
 In the public repository, validate.yml runs `check-submission` on the pull request's own checkout
-(read-only token); review.yml runs `pr review` from the default branch; dispatch.yml runs `dispatch`,
-which asks the private runner repository (`runner-repo` writes it) to evaluate. There, evaluate.yml runs
-`pending`, then per shard `evaluate --shard`, `commit-results` and `pr notify`. `dry-run` walks one pull
-request through all of them against a local server that speaks GitHub's REST API.
+(read-only token); review.yml runs `pr review` from the default branch; issue-submission.yml runs
+`pr from-issue`, which turns an answered submission form into that pull request and reviews it;
+dispatch.yml runs `dispatch`, which asks the private runner repository (`runner-repo` writes it) to
+evaluate. There, evaluate.yml runs `pending`, then per shard `evaluate --shard`, `commit-results` and
+`pr notify`. `dry-run` walks one pull request through all of them against a local server that speaks
+GitHub's REST API.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from runner.pullrequests import gitops, workflows
 from runner.pullrequests.github import ENV_TOKEN, GitHub
+from runner.pullrequests.issueform import submit_issue
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
 
@@ -58,6 +61,13 @@ def _register_pr(sub: SubParsers) -> None:
     _api(r)
     _local_images(r)
     r.set_defaults(func=(cmd_review))
+    f = pr.add_parser("from-issue", help="open the pull request an issue's submission form asks for, review it by "
+                      "the same rules and link it from the issue; or comment why not")
+    f.add_argument("--issue", type=int, required=True, help="the issue's number")
+    f.add_argument("--base", help="the branch the pull request targets (default: the checked-out branch)")
+    f.add_argument("--merge", action="store_true", help="merge the pull request when it is valid")
+    _api(f)
+    f.set_defaults(func=(cmd_from_issue))
     n = pr.add_parser("notify", help="comment each result a commit added on its submission's pull request")
     n.add_argument("--commit", default="HEAD")
     _api(n)
@@ -166,6 +176,31 @@ def cmd_review(args: argparse.Namespace) -> int:
     out.print(f"#{number}: comment {result.comment}" + (f", merged as {result.merged}" if result.merged else ""))
     if result.merge_error:
         raise UsageError(result.merge_error)
+    return 0
+
+
+def cmd_from_issue(args: argparse.Namespace) -> int:
+    """Exit 0 whatever the issue's answers are (a refusal is a comment on the issue); 1 when GitHub or the
+    merge failed, which an organizer sees as a failed run."""
+    if args.issue < 1:
+        raise UsageError(f"--issue {args.issue}: not an issue number")
+    root = args.root.resolve()
+    done = submit_issue(_hub(args), open_store(root), number=args.issue, base=args.base or gitops.current_branch(root),
+                        now=_now(), merge=args.merge)
+    if done.review is not None and done.review.verdict is not None:
+        _print_verdict(done.review.verdict)
+    for problem in done.problems:
+        out.print(problem, markup=False)
+    if done.skipped:
+        out.print(f"skipped: {done.skipped}", markup=False)
+    elif done.problems:
+        out.print(f"refused: issue #{args.issue} opens no pull request (comment {done.comment})", markup=False)
+    else:
+        merged = done.review.merged if done.review else None
+        out.print(f"#{args.issue}: pull request #{done.pull} {'opened' if done.opened else 'found'}, comment "
+                  f"{done.comment}" + (f", merged as {merged}" if merged else ""), markup=False)
+    if done.review is not None and done.review.merge_error:
+        raise UsageError(done.review.merge_error)
     return 0
 
 

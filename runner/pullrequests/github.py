@@ -1,5 +1,6 @@
 """All GitHub access, through PyGithub: pull requests, their files and contents, comments, labels,
-merges. Nothing else in the package talks to GitHub.
+merges, and what the submission form needs (an issue, a branch holding one new file, a pull request
+opened from it). Nothing else in the package talks to GitHub.
 
 GitHub rate-limits (403 with X-RateLimit-Remaining: 0, 429, secondary limits) and has bad moments
 (5xx, dropped connections); every call is retried with backoff, each retry is reported through
@@ -17,14 +18,16 @@ from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException, UnknownObjectException
+from github import Auth, Github, GithubException, InputGitTreeElement, UnknownObjectException
 from github.GitTreeElement import GitTreeElement
+from github.PullRequest import PullRequest as GithubPull
 from github.Repository import Repository
 
 from runner.errors import ChallengeError, Retry
 from runner.pullrequests.rules import Change
 
 API_URL = "https://api.github.com"
+ACTIONS_BOT = "github-actions[bot]"  # who GitHub names as the author of what a workflow's token opens
 ENV_TOKEN, ENV_API_URL, ENV_REPOSITORY = "GITHUB_TOKEN", "GITHUB_API_URL", "GITHUB_REPOSITORY"
 T = TypeVar("T")
 REGULAR = ("100644", "100755")  # git's modes of a regular file (a link is 120000, a submodule 160000)
@@ -40,9 +43,22 @@ class PullRequest:
     title: str
     author: str
     head_sha: str
+    head_ref: str  # the head's branch name
+    head_repository: str  # OWNER/NAME of the head's repository (a fork's, or this one); "" once a fork is deleted
     base_ref: str
     open: bool
     merged: bool
+    url: str
+
+
+@dataclass(frozen=True)
+class Issue:
+    number: int
+    author: str  # the login of whoever opened it, as GitHub says: never read from its text
+    body: str
+    open: bool
+    labels: tuple[str, ...]
+    pull_request: bool  # the issues API answers pull requests too
     url: str
 
 
@@ -85,11 +101,34 @@ class GitHub:
     # --- pull requests ---------------------------------------------------------------------------
 
     def pull(self, number: int) -> PullRequest:
+        return self._call(f"reading pull request #{number}", lambda: _pull(self._repo().get_pull(number)))
+
+    def pulls_from(self, branch: str) -> list[PullRequest]:
+        """Every pull request, open or closed, that the workflow token opened from `branch` of this repository
+        itself (never a fork's, nor one a collaborator pushed there: the form's run would force-move its branch)."""
+        owner = self.repository.partition("/")[0]
+
+        def read() -> list[PullRequest]:
+            found = [_pull(p) for p in self._repo().get_pulls(state="all", head=f"{owner}:{branch}")]
+            return [p for p in found if p.head_ref == branch and p.author == ACTIONS_BOT
+                    and p.head_repository.lower() == self.repository.lower()]
+        return self._call(f"finding the pull requests of branch {branch}", read)
+
+    def settled(self, number: int, sha: str) -> PullRequest:
+        """Pull request `number` once GitHub has caught up with its head at `sha`: it moves an open pull
+        request's head after its branch, and works out whether it can be merged, in the background; a merge
+        asked for before then may be refused. Waits by the retry policy."""
         def read() -> PullRequest:
             pr = self._repo().get_pull(number)
-            return PullRequest(number=pr.number, title=pr.title, author=pr.user.login, head_sha=pr.head.sha,
-                               base_ref=pr.base.ref, open=pr.state == "open", merged=pr.merged, url=pr.html_url)
-        return self._call(f"reading pull request #{number}", read)
+            if pr.head.sha != sha or pr.mergeable is None:
+                raise GitHubError(f"pull request #{number} is not settled at {sha[:12]} yet", transient=True)
+            return _pull(pr)
+        return self._call(f"waiting for pull request #{number}", read)
+
+    def open_pull(self, branch: str, *, base: str, title: str, body: str) -> PullRequest:
+        """A pull request from `branch` of this repository into `base`."""
+        return self._call(f"opening a pull request from {branch}", lambda: _pull(
+            self._repo().create_pull(base=base, head=branch, title=title, body=body)))
 
     def changes(self, number: int) -> tuple[Change, ...]:
         def read() -> tuple[Change, ...]:
@@ -122,6 +161,26 @@ class GitHub:
                 return None
             tree = entry.sha
         return None
+
+    def commit_alone(self, branch: str, *, base: str, path: str, text: str, message: str) -> str:
+        """Point `branch` at one new commit on `base`'s tip that adds `path` holding `text`, however the
+        branch stood (absent: created; there: moved by force), so it holds that one change and nothing
+        else. Through git's own objects, so a retry after a failure part way only writes them again.
+        The new commit's SHA."""
+        def write() -> str:
+            repo = self._repo()
+            tip = repo.get_git_commit(repo.get_git_ref(f"heads/{base}").object.sha)
+            tree = repo.create_git_tree([InputGitTreeElement(path, "100644", "blob", content=text)], tip.tree)
+            sha = repo.create_git_commit(message, tree, [tip]).sha
+            ref = repo.get_git_ref(f"heads/{branch}")
+            try:
+                ref.object  # noqa: B018 (loads the lazy ref: GitHub answers 404 when there is no such branch)
+            except UnknownObjectException:
+                repo.create_git_ref(f"refs/heads/{branch}", sha)
+            else:
+                ref.edit(sha, force=True)
+            return sha
+        return self._call(f"committing {path} to branch {branch}", write)
 
     def merge(self, number: int, *, sha: str, title: str, message: str = "") -> str:
         """Squash-merge exactly commit `sha` (GitHub refuses if the head moved); the merge commit's SHA.
@@ -160,7 +219,19 @@ class GitHub:
         self._call(f"asking {self.repository} to {event}",
                    lambda: self._repo().create_repository_dispatch(event, payload))
 
-    # --- comments and labels ----------------------------------------------------------------------
+    # --- issues, comments and labels ----------------------------------------------------------------
+
+    def issue(self, number: int) -> Issue:
+        def read() -> Issue:
+            issue = self._repo().get_issue(number)
+            return Issue(number=issue.number, author=issue.user.login, body=issue.body or "",
+                         open=issue.state == "open", labels=tuple(lb.name for lb in issue.labels),
+                         pull_request=issue.pull_request is not None, url=issue.html_url)
+        return self._call(f"reading issue #{number}", read)
+
+    def close_issue(self, number: int) -> None:
+        self._call(f"closing issue #{number}",
+                   lambda: self._repo().get_issue(number).edit(state="closed", state_reason="completed"))
 
     def upsert_comment(self, number: int, *, marker: str, body: str) -> str:
         """Post `body` once per marker: the bot's earlier comment holding the hidden marker is edited
@@ -194,6 +265,13 @@ class GitHub:
     def _call(self, what: str, action: Callable[[], T]) -> T:
         """`action`, with rate limits and GitHub's bad moments retried by the package's one policy."""
         return self.retry.call(lambda attempt: _answered(what, action), log=self.log)
+
+
+def _pull(pr: GithubPull) -> PullRequest:
+    head_repository = pr.head.repo.full_name if pr.head.repo is not None else ""
+    return PullRequest(number=pr.number, title=pr.title, author=pr.user.login, head_sha=pr.head.sha,
+                       head_ref=pr.head.ref, head_repository=head_repository, base_ref=pr.base.ref,
+                       open=pr.state == "open", merged=pr.merged, url=pr.html_url)
 
 
 def _answered(what: str, action: Callable[[], T]) -> T:

@@ -3,6 +3,8 @@ the runner has evaluated the submission, its result.
 
 The review reads the pull request only through the API, at the commit the validate workflow saw,
 and judges it against the default branch's tree: nothing from the pull request is checked out.
+The rules judge a pull request by its author (`judged_author`), which for one that the submission
+form's workflow opened (`issueform`) is the issue's author.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from runner.errors import printable
 from runner.pullrequests import gitops
-from runner.pullrequests.github import GitHub, GitHubError, PullRequest
+from runner.pullrequests.github import ACTIONS_BOT, GitHub, GitHubError, PullRequest
 from runner.pullrequests.rules import Proposal, Verdict, check
 from runner.ranking.tables import fmt
 from runner.tree.gitfiles import added
@@ -27,6 +29,13 @@ VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
 LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration",
           "listing": "catalog: listing"}
 NOTE_LABEL = "organizers: same image"  # beside the verdict's label, while the verdict has notes
+FORM_BRANCH = "issue-submission/"  # and an issue's number: the branch of the submission its form asked for
+ISSUE_BRANCH = re.compile(rf"{FORM_BRANCH}(?P<issue>[1-9][0-9]{{0,9}})")  # no leading zero: one name per issue
+
+
+def issue_branch(number: int) -> str:
+    """The branch of this repository holding the submission that issue `number`'s form asked for."""
+    return f"{FORM_BRANCH}{number}"
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,7 @@ def review(hub: GitHub, store: Store, *, number: int, head_sha: str, base: str, 
     pr = hub.pull(number)
     if why := _stale(pr, head_sha, base):
         return Review(number, skipped=why)
-    proposal = Proposal(pr.author, hub.changes(number), lambda path: hub.content(path, pr.head_sha))
+    proposal = Proposal(judged_author(hub, pr), hub.changes(number), lambda path: hub.content(path, pr.head_sha))
     verdict = check(store, proposal, now=now, allow_local_images=allow_local_images)
     merged, merge_error = _merge(hub, pr, verdict) if merge else (None, "")
     comment = hub.upsert_comment(number, marker=VERDICT_MARKER,
@@ -55,6 +64,19 @@ def review(hub: GitHub, store: Store, *, number: int, head_sha: str, base: str, 
     if verdict.notes:
         hub.set_labels(number, add=NOTE_LABEL)
     return Review(number, verdict, comment, merged, merge_error=merge_error)
+
+
+def judged_author(hub: GitHub, pr: PullRequest) -> str:
+    """Whose submission `pr` is: its author's, but for one opened by the submission form's workflow,
+    whose author GitHub names github-actions[bot]; that one is the issue's author's, read from the API.
+    Only a pull request that the workflow token opened (no one else is that bot) from the form's branch
+    of this very repository (no fork can create one here) is read so: a fork's pull request naming such a
+    branch, or the bot's from elsewhere, keeps its own author, whom the rules then judge."""
+    match = ISSUE_BRANCH.fullmatch(pr.head_ref)
+    if pr.author != ACTIONS_BOT or match is None or pr.head_repository.lower() != hub.repository.lower():
+        return pr.author
+    issue = hub.issue(int(match["issue"]))
+    return pr.author if issue.pull_request else issue.author
 
 
 def _merge(hub: GitHub, pr: PullRequest, verdict: Verdict) -> tuple[str | None, str]:
@@ -86,27 +108,27 @@ def _label(verdict: Verdict) -> str:
 
 def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error: str = "") -> str:
     if not verdict.ok:  # each line quotes what the pull request holds: a code span shows it as it is
-        lines = "\n".join(f"- {_code(p)}" for p in verdict.problems)
+        lines = "\n".join(f"- {code_span(p)}" for p in verdict.problems)
         return ("### ❌ This pull request cannot be accepted yet\n\n" + lines +
                 "\n\nPush a fix to this pull request; it is checked again automatically.")
     if verdict.kind == "registration":
-        return (f"### ✅ Registration {_code(verdict.path or '')} is complete\n\n"
+        return (f"### ✅ Registration {code_span(verdict.path or '')} is complete\n\n"
                 "An organizer reviews registrations and merges this pull request to approve it.")
     if verdict.kind == "listing":
-        return (f"### ✅ Listing {_code(verdict.path or '')} is complete\n\n"
+        return (f"### ✅ Listing {code_span(verdict.path or '')} is complete\n\n"
                 "An organizer reviews it and merges this pull request to add the challenge to the catalog.")
     if merge_error:
-        return (f"### ✅ Submission {_code(verdict.path or '')} is valid, but could not be merged\n\n"
+        return (f"### ✅ Submission {code_span(verdict.path or '')} is valid, but could not be merged\n\n"
                 f"{merge_error}\n\nAn organizer will look at it.")
     state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
     standing = _standing(verdict.standing) if verdict.standing else ""
-    return (f"### ✅ Submission {_code(verdict.path or '')} accepted\n\n{state}. "
+    return (f"### ✅ Submission {code_span(verdict.path or '')} accepted\n\n{state}. "
             "The result is posted here when the evaluation is done." + standing + _notes(verdict))
 
 
 def _standing(line: str) -> str:
     """Where the participant stands against the limit (`Store.standing`), closing a comment."""
-    return f"\n\nYour submissions: {_code(line)}"
+    return f"\n\nYour submissions: {code_span(line)}"
 
 
 def _notes(verdict: Verdict) -> str:
@@ -114,7 +136,7 @@ def _notes(verdict: Verdict) -> str:
     if not verdict.notes:
         return ""
     return "\n\n**For the organizers** (this does not stop the submission):\n\n" + "\n".join(
-        f"- {_code(note)}" for note in verdict.notes)
+        f"- {code_span(note)}" for note in verdict.notes)
 
 
 # --- results ---------------------------------------------------------------------------------------
@@ -148,7 +170,7 @@ def notify(hub: GitHub, store: Store, *, commit: str, now: dt.datetime) -> list[
 def result_comment(result: Result, phase: Phase, shown: Visibility) -> str:
     """The comment on the submission's pull request: what `shown` (the visibility rule) allows, and in
     a debugging phase how to read one's own sealed logs."""
-    key = f"{_code(f'{result.participant}/{result.submission}')} in phase {phase.title}"
+    key = f"{code_span(f'{result.participant}/{result.submission}')} in phase {phase.title}"
     ran = result.algorithm or result.training  # a training that failed ran no algorithm, and logged
     logs = _logs_hint(result) if phase.give_algorithm_editors_job_view_permissions and ran else ""
     if result.status == "failed":
@@ -186,7 +208,7 @@ def _training(result: Result) -> str:
     return f"Training took {run.wall_time_s:.0f} s{memory}{resumed}. "
 
 
-def _code(text: str) -> str:
+def code_span(text: str) -> str:
     """A code span no backtick run in `text` can close: GitHub shows it as typed (no mention, no link,
     no image, no HTML), however a pull request wrote it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)

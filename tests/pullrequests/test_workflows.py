@@ -41,8 +41,9 @@ def steps(workflow: dict) -> list[dict]:
     return [s for job in workflow["jobs"].values() for s in job.get("steps", [])]
 
 
-def test_the_four_workflows_exist():
-    assert [p.name for p in FILES] == ["dispatch.yml", "publish.yml", "review.yml", "validate.yml"]
+def test_the_five_workflows_exist():
+    assert [p.name for p in FILES] == ["dispatch.yml", "issue-submission.yml", "publish.yml", "review.yml",
+                                       "validate.yml"]
 
 
 def test_actionlint_passes():
@@ -94,7 +95,7 @@ def test_validate_is_read_only():
 
 
 def test_privileged_workflows_never_check_out_the_pull_request():
-    for name in ("review.yml", "dispatch.yml", "publish.yml"):
+    for name in ("review.yml", "dispatch.yml", "publish.yml", "issue-submission.yml"):
         workflow = load(WORKFLOWS / name)
         assert not {"pull_request", "pull_request_target"} & set(workflow["on"]), name
         for step in steps(workflow):
@@ -111,7 +112,9 @@ def test_review_follows_validate_and_merges_through_the_api():
 def test_dispatch_asks_the_runner_repository_from_the_default_branch_with_its_own_token():
     workflow = load(WORKFLOWS / "dispatch.yml")
     assert set(workflow["on"]) == {"push", "workflow_run", "workflow_dispatch"}
-    assert workflow["on"]["workflow_run"]["workflows"] == ["review"]
+    # The merges of review and of the submission form use the workflow token and start no push workflow.
+    assert workflow["on"]["workflow_run"]["workflows"] == ["review", "issue-submission"]
+    assert load(WORKFLOWS / "issue-submission.yml")["name"] == "issue-submission"
     [dispatch] = [s for s in steps(workflow) if s.get("run", "").startswith("challenge dispatch")]
     assert dispatch["env"] == {"GITHUB_TOKEN": "${{ secrets.RUNNER_DISPATCH_TOKEN }}",
                                "RUNNER_REPOSITORY": "${{ vars.RUNNER_REPOSITORY }}"}
@@ -126,6 +129,26 @@ def test_no_public_workflow_can_reach_a_self_hosted_runner():
         for job in load(path)["jobs"].values():
             assert HOSTED.fullmatch(job["runs-on"]), job["runs-on"]
     assert not (REPO / ".github" / "actionlint.yaml").exists()  # no self-hosted labels to declare
+
+
+def test_the_submission_form_hands_trusted_code_the_issues_number_alone():
+    """The issue's text is hostile: the workflow passes its number, and the command reads the rest through
+    the API. It runs from the default branch (an issue has no code of its own), one run per issue at a time."""
+    source = (WORKFLOWS / "issue-submission.yml").read_text()
+    workflow = load(WORKFLOWS / "issue-submission.yml")
+    assert workflow["on"] == {"issues": {"types": ["opened", "edited"]}}
+    assert workflow["permissions"] == {}
+    assert workflow["concurrency"] == {"group": "issue-submission-${{ github.event.issue.number }}",
+                                       "cancel-in-progress": False}
+    job = workflow["jobs"]["submit"]
+    assert job["if"] == "contains(github.event.issue.labels.*.name, 'submission-form')"
+    assert job["permissions"] == {"contents": "write", "issues": "write", "pull-requests": "write"}
+    assert job["timeout-minutes"] <= 10
+    [step] = [s for s in job["steps"] if s.get("run", "").startswith("challenge ")]
+    assert step["env"] == {"GITHUB_TOKEN": "${{ github.token }}", "ISSUE": "${{ github.event.issue.number }}"}
+    assert step["run"] == 'challenge pr from-issue --issue "$ISSUE" --merge'
+    assert not re.search(r"github\.event\.issue\.(?!number\b|labels\.\*\.name\b)", source)
+    assert "secrets." not in source
 
 
 def test_every_logic_step_is_one_challenge_call():
