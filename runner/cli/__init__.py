@@ -54,6 +54,8 @@ COMMANDS = {
     "try": Command("tryout", "run a submission locally as the runner would, on public sample data; writes no result"),
     "data": Command("data", "download a challenge's data sets, or seal gated links for participants"),
     "schema": Command("schema", "print the JSON Schema of one file kind, or of all of them by kind"),
+    "import-phase": Command("import_phase", "write a phase file from grand-challenge.org's export of a phase, naming "
+                                            "each option it leaves out and why"),
     "keys": Command("keys", "the site's publish key; this runner's signing key"),
     "unseal": Command("keys", "print a result whole, its sealed part opened with your key"),
     "reseal": Command("keys", "seal every sealed result again to the challenges' recipients now"),

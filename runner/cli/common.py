@@ -17,6 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.errors import ChallengeError
+from runner.tree.policy import took
 from runner.tree.records import Keys
 from runner.tree.signing import SigningKey
 from runner.tree.store import Store
@@ -93,12 +94,3 @@ def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager[
     spinner.add_task(label, total=None)
     return spinner
 
-
-def took(seconds: float) -> str:
-    """A duration as people read it: 0.4 s, 12 s, 2 min 5 s."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest} s"

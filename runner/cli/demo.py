@@ -15,13 +15,14 @@ from runner.evaluation.reruns import Choice
 from runner.execution.sandbox import Executor
 from runner.site import serve
 from runner.site.build import build_site
+from runner.tree.policy import took
 from runner.tree.records import Keys
 from runner.tree.signing import SigningKey, load_or_create, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import signers_path
 
 from . import summary
-from .common import SubParsers, err, out, port, stage, took
+from .common import SubParsers, err, out, port, stage
 from .evaluate import runner_executor, with_progress
 from .keys import SIGNING_KEY_FILE
 from .leaderboard import cmd_leaderboard

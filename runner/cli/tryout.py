@@ -157,7 +157,7 @@ def _scratch_file(store: Store, file: Path, scratch: Path, *, challenge: str, ph
     """A submission file from outside the tree: checked as the tree would check it, then copied with
     its predictions file into the scratch folder (inside the repository, where the runner looks)."""
     submission = load_submission(file.resolve(), challenge=challenge, phase=phase.slug, participant="try",
-                                 kind=phase.submission_kind, supplementary=phase.supplementary_file_choice)
+                                 kind=phase.submission_kind, extras=phase)
     folder = scratch / "submission"
     folder.mkdir(parents=True, exist_ok=True)
     if submission.predictions is not None:

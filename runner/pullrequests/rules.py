@@ -255,8 +255,7 @@ def _companions(rel: str, submission: Submission | None) -> tuple[str, ...]:
 
 def _load(proposal: Proposal, rel: str, *, slug: str, phase: Phase, participant: str) -> Submission:
     return proposed_file(proposal, rel, lambda path: load_submission(
-        path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind,
-        supplementary=phase.supplementary_file_choice))
+        path, challenge=slug, phase=phase.slug, participant=participant, kind=phase.submission_kind, extras=phase))
 
 
 def _supplementary(store: Store, proposal: Proposal, rel: str, submission: Submission) -> list[str]:

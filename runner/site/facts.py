@@ -5,15 +5,39 @@ itself, so the page never drifts from what the rules and the runner enforce.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from runner.tree.model import NAME, Challenge, Phase
+from runner.tree.model import MAX_COMMENT, NAME, Challenge, Phase, Result
 from runner.tree.paths import CHALLENGES
-from runner.tree.policy import plural, visibility, window
+from runner.tree.policy import plural, took, visibility, window
 
 STAMP = "%Y-%m-%d %H:%M UTC"
 LOGIN = "LOGIN"  # in a submit link's folder: the reader's login or team, which assets/submit.js fills in
+
+
+@dataclass(frozen=True)
+class Extra:
+    """Something a submission file may add besides what it submits, as the How to submit box names it."""
+
+    field: str  # the submission file's field
+    label: str  # the organizer's name for it
+    choice: str  # optional or required
+    help: str = ""  # the organizer's help text
+
+
+@dataclass(frozen=True)
+class JobDuration:
+    """grand-challenge's average_algorithm_job_duration: the mean running time of a phase's algorithm, which
+    its leaderboard page shows (a new result changes it, and that page alone)."""
+
+    seconds: float
+    results: int  # the succeeded results it is the mean of
+
+    def __str__(self) -> str:
+        return f"{took(self.seconds)} on average over {plural(self.results, 'succeeded result')}"
 
 
 @dataclass(frozen=True)
@@ -26,6 +50,8 @@ class PhaseFacts:
     registration: str
     form: str
     paper: str | None  # "required" or "optional" where the phase takes a PDF describing the method
+    link: str | None  # the same, where the phase takes a supplementary URL
+    extras: tuple[Extra, ...]  # what the How to submit box explains beside the file
     resources: str | None
     ranking: str
     visibility: str
@@ -45,7 +71,8 @@ def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase]
     return PhaseFacts(
         phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
         parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
-        form=_form(phase), paper=_paper(phase), resources=_resources(phase) if phase.runs_algorithms else None,
+        form=_form(phase), paper=_paper(phase), link=_choice(phase.supplementary_url_choice), extras=_extras(phase),
+        resources=_resources(phase) if phase.runs_algorithms else None,
         ranking=ranking, visibility=_visibility(phase), path=path, yaml=yaml,
         submit=_submit(repo, challenge, phase, yaml) if repo and window(phase, now).open else None)
 
@@ -107,7 +134,33 @@ def _form(phase: Phase) -> str:
 
 def _paper(phase: Phase) -> str | None:
     """"required" or "optional" where the phase takes a PDF describing the method, else None."""
-    return None if phase.supplementary_file_choice == "off" else phase.supplementary_file_choice
+    return _choice(phase.supplementary_file_choice)
+
+
+def _choice(choice: str) -> str | None:
+    return None if choice == "off" else choice
+
+
+def _extras(phase: Phase) -> tuple[Extra, ...]:
+    """What the submission file may add, with the organizer's labels and help (grand-challenge's options)."""
+    found = []
+    if paper := _paper(phase):
+        found.append(Extra("supplementary", phase.supplementary_file_label, paper, phase.supplementary_file_help_text))
+    if link := _choice(phase.supplementary_url_choice):
+        found.append(Extra("supplementary_url", phase.supplementary_url_label, link, phase.supplementary_url_help_text))
+    if phase.allow_submission_comments:
+        shown = ("shown on your result's page" if phase.display_submission_comments
+                 else "for you and the organizers; the site does not show it")
+        found.append(Extra("comment", "Comment", "optional", f"at most {MAX_COMMENT} characters, {shown}"))
+    return tuple(found)
+
+
+def average_job_duration(results: Iterable[Result]) -> JobDuration | None:
+    """The mean of the algorithm's measured running time (a per-case job's runs summed) over the succeeded
+    `results` that hold it. Give it public records: a phase that withholds measurements then shows no mean."""
+    times = [r.algorithm.wall_time_s for r in results
+             if r.status == "succeeded" and r.algorithm is not None and r.algorithm.wall_time_s is not None]
+    return JobDuration(statistics.fmean(times), len(times)) if times else None
 
 
 def _resources(phase: Phase) -> str:
@@ -151,9 +204,12 @@ def example_yaml(phase: Phase) -> str:
     an alternative commented out, each line's note aligned after it, placeholders in angle brackets."""
     rows = [(f"phase: {phase.slug}", "the folder this file sits in"), *_submitted(phase)]
     if paper := _paper(phase):
-        label = " ".join(phase.supplementary_file_label.split())  # one line: it is a YAML comment
-        rows += [("supplementary:", f"{label} ({paper}): a PDF beside this file"),
+        rows += [("supplementary:", f"{_one_line(phase.supplementary_file_label)} ({paper}): a PDF beside this file"),
                  ("  file: <name>.pdf", ""), ("  sha256: <64 hex digits>", "sha256sum <name>.pdf")]
+    if link := _choice(phase.supplementary_url_choice):
+        rows += [("supplementary_url: https://<address>", f"{_one_line(phase.supplementary_url_label)} ({link})")]
+    if phase.allow_submission_comments:
+        rows += [("comment: <a note on this submission>", f"optional, at most {MAX_COMMENT} characters")]
     code = "the code that computed your metrics" if phase.self_reported else "optional: your code"
     rows += [("title: <a short name for this submission>", "optional, on the leaderboard"),
              ("description: <what this submission does differently>", "optional, on your result's page"),
@@ -161,6 +217,11 @@ def example_yaml(phase: Phase) -> str:
              ("code_url: https://github.com/<you>/<code>", code)]
     width = max(len(line) for line, note in rows if note) + 2
     return "".join(f"{line:<{width}}# {note}\n" if note else f"{line}\n" for line, note in rows)
+
+
+def _one_line(label: str) -> str:
+    """An organizer's label on one line: it is a YAML comment."""
+    return " ".join(label.split())
 
 
 def _submitted(phase: Phase) -> list[tuple[str, str]]:

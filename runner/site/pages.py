@@ -42,7 +42,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
-from runner.site.facts import phase_facts, size_text
+from runner.site.facts import JobDuration, average_job_duration, phase_facts, size_text
 from runner.site.reference import reference_markdown
 from runner.tree.details import submission_details, supplementary_file
 from runner.tree.exclusions import ranking_exclusions, short
@@ -56,7 +56,7 @@ from runner.tree.model import (
     SubmissionDetails,
 )
 from runner.tree.paths import NOT_PAGES, result_path
-from runner.tree.policy import not_runnable, public_record, visibility, withholds
+from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
 from runner.tree.verification import Check
@@ -129,6 +129,7 @@ class PhasePage:
     supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
     bundled: bool = False  # results published as <participant>.json ({id: record}), see BUNDLE_OVER
     trail: Trail = field(default_factory=lambda: Trail({}, {}, [], []))
+    duration: JobDuration | None = None  # the algorithm's mean running time over the results shown
 
     @property
     def method_name(self) -> str:
@@ -154,7 +155,8 @@ class _Run:
 
 def environment(templates: Path) -> jinja2.Environment:
     """The pages' templates: every value text unless marked safe (`templating`)."""
-    return templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href)
+    return templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href,
+                                  organizer_markdown=templating.organizer_markdown)
 
 
 def href(url: str) -> str:
@@ -314,7 +316,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     made = Rows(phase)  # the snapshots rank mostly the same results again
     board = leaderboard(phase, results, excluded=excluded, made=made)
     viewer = Path(challenge.slug, "results", phase.slug)
-    about, pdfs = _submission_details(run, viewer, results)
+    about, pdfs = _submission_details(run, phase, viewer, results)
     bundled = len(results) > BUNDLE_OVER
     if shown.scores:
         table, header = records(board), fields(phase)
@@ -332,12 +334,12 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
                          bundled=bundled, trail=trail)
     run.wanted[folder / "leaderboard.json"] = _json(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
-    run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
-    run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
     bundles: dict[str, dict[str, Any]] = {}
+    publics = []
     for result in results:
         key = f"{result.participant}/{result.submission}"
         published = replace(public_record(result, phase, shown), details=about.get(key))
+        publics.append(published)
         extra: dict[str, object] = {"excluded": excluded[key]} if key in excluded else {}
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
         extra |= {"verification": trail.verification(key)}
@@ -354,6 +356,9 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
             not r.metrics or (r.participant, r.submission) in unranked)]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
+    page = replace(page, duration=average_job_duration(publics))  # public records: withheld times count for none
+    run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
+    run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
 
 
 def run_command(result: Result) -> str:
@@ -362,14 +367,14 @@ def run_command(result: Result) -> str:
     return f"challenge run {shlex.quote(path)} --input MY_CASES --output MY_OUTPUTS"
 
 
-def _submission_details(run: _Run, viewer: Path, results: list[Result]) -> tuple[dict[str, SubmissionDetails],
-                                                                                 set[str]]:
-    """Each result's submission details (participant/id -> details, empty ones left out), and the
-    results whose supplementary PDF is published beside their JSON in `viewer` (as pinned, or not at all)."""
+def _submission_details(run: _Run, phase: Phase, viewer: Path,
+                        results: list[Result]) -> tuple[dict[str, SubmissionDetails], set[str]]:
+    """Each result's submission details as the phase shows them (participant/id -> details, empty ones left out),
+    and the results whose supplementary PDF is published beside their JSON in `viewer` (as pinned, or not at all)."""
     store, about, pdfs = run.history.store, {}, set()
     for result in results:
         details = submission_details(store, result)
-        if details is None or details.empty:
+        if details is None or (details := shown_details(phase, details)).empty:
             continue
         key = f"{result.participant}/{result.submission}"
         about[key] = details

@@ -66,15 +66,17 @@ def reference_markdown() -> str:
 
 
 def unsupported() -> str:
-    """grand-challenge's Phase options that do not carry over, and what stands for each here."""
+    """grand-challenge's Phase options not supported here, and why (`model.UNSUPPORTED_GC_OPTIONS`)."""
     rows = "\n".join(f"| {_field(name)} | {_words(why)} |" for name, why in sorted(UNSUPPORTED_GC_OPTIONS.items()))
     return f"""\
-## grand-challenge's Phase options that do not carry over
+## grand-challenge's Phase options not supported here
 
-A phase file that sets one of these is refused with the line below, so that nothing is silently
-dropped; every other option of grand-challenge's Phase is read under its own name (above).
+Every other option of grand-challenge's Phase is read under its own name (the last column of the
+tables above; its `slug` is the phase file's name). A phase file that sets one of these is refused
+with the reason below, so that nothing is silently dropped, and `challenge import-phase` names each
+one an export sets that it leaves out.
 
-| grand-challenge option | what stands for it here |
+| grand-challenge option | why, and what stands for it here |
 | --- | --- |
 {rows}
 """

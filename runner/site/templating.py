@@ -12,11 +12,14 @@ there, and what organizers write as Markdown or the code itself writes as Markdo
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as etree
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jinja2
+import markdown  # type: ignore[import-untyped]  # it publishes no type information
 from markupsafe import Markup
 
 # HTML's own (a `<` also starts Markdown's raw HTML and autolinks), then what Markdown and the site's
@@ -30,6 +33,34 @@ def text(value: Any) -> Markup:
     if isinstance(value, Markup):
         return value
     return Markup(str(value).translate(TEXT))
+
+
+LINK_SCHEMES = ("", "http", "https", "mailto")  # what an organizer's Markdown on a generated page may link to
+
+
+def organizer_markdown(source: str) -> Markup:
+    """An organizer's Markdown set in a generated page (a phase's submission_page_markdown) as one line of HTML,
+    for a raw HTML block (`<div markdown="0">`): the text keeps its Markdown, but raw HTML in it shows as
+    text and links and images go to LINK_SCHEMES only, and the converter writes well-formed HTML from a tree,
+    so nothing in it opens or closes the page's own markup. Line breaks become `&#10;`, which the browser reads
+    back as line breaks (in code blocks) and as spaces (elsewhere)."""
+    converter = markdown.Markdown(extensions=["tables", "fenced_code"])
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    converter.treeprocessors.register(_SafeLinks(), "safe_links", 5)  # after links are made (inline, 20)
+    return Markup(converter.convert(source).replace("\n", "&#10;"))
+
+
+class _SafeLinks:
+    """A tree processor (Python-Markdown calls `run`) that drops each link or image address outside
+    LINK_SCHEMES (javascript:, data:, ...)."""
+
+    def run(self, root: etree.Element) -> None:
+        for element in root.iter():
+            for name in ("href", "src"):
+                value = element.get(name)
+                if value is not None and urlsplit(value.strip()).scheme.lower() not in LINK_SCHEMES:
+                    del element.attrib[name]
 
 
 def environment(templates: Path, **filters: Callable[..., Any]) -> jinja2.Environment:

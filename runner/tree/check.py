@@ -4,7 +4,9 @@ Each file is validated on its own against its declared kind, and each problem is
 at the file that has it: a submission is not blamed for its broken phase file, which gets its own
 lines. Then what spans files: a parent phase and a combined leaderboard's phases exist, a
 submission's phase takes what it submits and its predictions file has the pinned hash, every
-phase has an evaluation container. Last, score paths are tried on the results already committed:
+phase has an evaluation container, a phase that wants verified participants is in a challenge
+that registers them, and a hidden phase (`public: false`) takes no submissions now or later (the
+one rule that reads the clock: `now`). Last, score paths are tried on the results already committed:
 one that matches nothing in any succeeded result whose scores can be read is a warning (printed, not
 a failure: a typo in score_jsonpath leaves everyone unranked, but a new phase has no results yet to
 try it on, and a blind phase's public records hold no scores to try it on), as is one reading a
@@ -13,6 +15,7 @@ runner measurement that the phase's mode never writes, results or not.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import hashlib
 from collections.abc import Callable, Iterator
@@ -38,7 +41,7 @@ from runner.tree.model import (
     unwritten_runner_path,
 )
 from runner.tree.people import load_registration, load_teams
-from runner.tree.policy import withholds
+from runner.tree.policy import closed_for_good, withholds
 from runner.tree.records import GITHUB
 from runner.tree.schema_parse import each_problem
 from runner.tree.schema_types import LOGIN, NAME
@@ -62,13 +65,14 @@ class Report:
         return not self.problems
 
 
-def check(store: Store, only: Path | None = None) -> Report:
-    """Every problem in the tree, or in one file or folder of it, each located."""
+def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = None) -> Report:
+    """Every problem in the tree, or in one file or folder of it, each located. `now` (default: the clock) is
+    when a hidden phase must already be closed to submissions."""
     target = (only or store.base).resolve()
     if not target.exists():
         return Report([ModelError(target, None, None, "does not exist")])
     files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
-    checker = _Checker(store)
+    checker = _Checker(store, now or dt.datetime.now(dt.UTC))
     for path in files:
         kind = kind_of(store, path)
         if kind is not None:
@@ -102,8 +106,8 @@ def kind_of(store: Store, path: Path) -> str | None:
 class _Checker:
     """One run's state: the report, and the phases found without an evaluation container."""
 
-    def __init__(self, store: Store):
-        self.store, self.report = store, Report()
+    def __init__(self, store: Store, now: dt.datetime):
+        self.store, self.report, self.now = store, Report(), now
         self.unevaluated: dict[str, list[str]] = {}
         self.submissions: list[Submission] = []  # the valid ones, for what spans them (the same image)
         self.handlers: dict[str, Callable[[Path], object]] = {
@@ -203,6 +207,15 @@ class _Checker:
                                      "(recipients) and the site's publish_key (`challenge keys new`)")
         if phase.parent and not (path.parent / f"{phase.parent}.yml").is_file():
             self.problem(path, ("parent",), f"no phase {phase.parent!r} in this challenge")
+        if not phase.public and not closed_for_good(phase, self.now):
+            self.problem(path, ("public",), "false hides a phase that takes submissions now or later; grand-challenge "
+                                            "hides only a closed phase: set submissions_close_at to a past time, or "
+                                            "submissions_limit_per_user_per_period: 0")
+        if phase.creator_must_be_verified and self._registration(slug) == "open":
+            self.problem(path, ("creator_must_be_verified",), (
+                f"true needs verified participants, and challenges/{slug}/challenge.yml lets anyone submit: set "
+                "registration: required there, so an organizer approves each participant by merging their "
+                "registration"))
         cycle = self._cycle(slug, phase)
         if cycle and min(cycle) == phase.slug:  # one problem per cycle, at its first phase by name
             self.problem(path, ("parent",), f"parents go round in a cycle: {' -> '.join([*cycle, cycle[0]])}; "
@@ -210,6 +223,13 @@ class _Checker:
         if not phase.evaluation_image and not (self.store.base / slug / "evaluation" / "Dockerfile").is_file():
             self.unevaluated.setdefault(slug, []).append(phase.slug)
         self.report.warnings.extend(score_path_warnings(path, phase, self._results(slug, phase.slug)))
+
+    def _registration(self, slug: str) -> str | None:
+        """The challenge's registration; None when its file is broken (reported with it)."""
+        try:
+            return self.store.challenge(slug).registration
+        except ModelError:
+            return None
 
     def _sealable(self, slug: str) -> bool:
         try:
@@ -256,8 +276,7 @@ class _Checker:
                                      "or a team of teams.yml")
         record = self._phase(slug, phase)
         submission = load_submission(path, challenge=slug, phase=phase, participant=participant,
-                                     kind=record.submission_kind if record else None,
-                                     supplementary=record.supplementary_file_choice if record else None)
+                                     kind=record.submission_kind if record else None, extras=record)
         if submission.predictions is not None and submission.predictions_sha256 is not None:
             self._predictions(path, submission)
         if submission.supplementary is not None:

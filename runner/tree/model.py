@@ -116,6 +116,19 @@ def _url(value: str) -> str:
 
 Url = Annotated[str, Strict(), AfterValidator(_url),
                 WithJsonSchema({"type": "string", "pattern": "^https?://", "x-type": "URL"})]
+MAX_LINK = 2000  # characters of a link a participant gives: pages and comments show it whole
+MAX_COMMENT = 128  # characters of a submission's comment, as on grand-challenge.org
+
+
+def _https_url(value: str) -> str:
+    """A participant's link that pages show as one: https only (no http, no javascript:), bounded."""
+    if not value.startswith("https://") or len(value) > MAX_LINK:
+        raise refuse(f"{printable(value, 200)!r} is not an https:// address of at most {MAX_LINK} characters")
+    return _url(value)
+
+
+HttpsUrl = Annotated[str, Strict(), AfterValidator(_https_url), WithJsonSchema(
+    {"type": "string", "pattern": "^https://", "maxLength": MAX_LINK, "x-type": "https:// URL"})]
 
 
 # --- challenge.yml -----------------------------------------------------------------------------
@@ -462,6 +475,39 @@ class PhaseOptions:
     supplementary_file_label: Annotated[Text, meta(
         "What the supplementary file is called on the leaderboard and result pages.",
         gc="supplementary_file_label", max_length=60)] = "Method description"
+    supplementary_file_help_text: Annotated[Text, meta(
+        "What the supplementary file should hold, shown in the phase's How to submit box.",
+        gc="supplementary_file_help_text", max_length=300)] = ""
+    show_supplementary_file_link: Annotated[Bool, meta(
+        "Whether the leaderboard and result pages link each submission's supplementary file. grand-challenge's "
+        "default is false; here it is true, as phases linked their PDFs before the option came (the PDF is in the "
+        "public repository either way).", gc="show_supplementary_file_link")] = True
+    supplementary_url_choice: Annotated[FileChoice, meta(
+        "Whether a submission may (optional) or must (required) give a link, supplementary_url (https:// only), "
+        "e.g. to a paper describing the method.", gc="supplementary_url_choice")] = "off"
+    supplementary_url_label: Annotated[Text, meta(
+        "What that link is called in the How to submit box and on the leaderboard and result pages.",
+        gc="supplementary_url_label", min_length=1, max_length=60)] = "Publication"
+    supplementary_url_help_text: Annotated[Text, meta(
+        "What that link should point to, shown in the phase's How to submit box.",
+        gc="supplementary_url_help_text", max_length=300)] = ""
+    show_supplementary_url: Annotated[Bool, meta(
+        "Whether the leaderboard and result pages link each submission's supplementary_url.",
+        gc="show_supplementary_url")] = False
+    allow_submission_comments: Annotated[Bool, meta(
+        "Whether a submission may carry a comment (its file's comment).",
+        gc="allow_submission_comments")] = False
+    display_submission_comments: Annotated[Bool, meta(
+        "Whether each result's page shows its submission's comment (the submission file is in the public "
+        "repository either way).", gc="display_submission_comments")] = False
+    submission_page_markdown: Annotated[Text, meta(
+        "Markdown shown above the phase's How to submit box: what participants should know before they submit. "
+        "Raw HTML in it shows as text, and its links go to http(s) and mailto addresses only.",
+        gc="submission_page_markdown", max_length=20000)] = ""
+    creator_must_be_verified: Annotated[Bool, meta(
+        "Only verified participants may submit. A participant is verified here by registering, which an organizer "
+        "approves by merging, so true needs registration: required in challenge.yml. (grand-challenge has since "
+        "dropped the option.)", gc="creator_must_be_verified")] = False
     display_all_metrics: Annotated[Bool, meta(
         "false publishes only the leaderboard's columns of each result; everything else the evaluation wrote "
         "(per-case values included) is sealed to the challenge's recipients.", gc="display_all_metrics")] = True
@@ -650,6 +696,12 @@ class SubmissionFields:
         "Instead of image: the algorithm as a docker save tarball at a URL, pinned by its sha256.")] = None
     title: Annotated[Text, meta("A name for this submission on the leaderboard.", max_length=120)] = ""
     description: Annotated[Text, meta("What this submission does differently.", max_length=2000)] = ""
+    comment: Annotated[Text, meta(
+        "A note on this submission, in a phase with allow_submission_comments; its result page shows it where the "
+        "phase sets display_submission_comments.", gc="comment", max_length=MAX_COMMENT)] = ""
+    supplementary_url: Annotated[HttpsUrl | None, meta(
+        "A link (https://), in a phase with supplementary_url_choice optional or required; the phase's "
+        "supplementary_url_label says what it should be (a paper, say).", gc="supplementary_url")] = None
     publication_url: Annotated[Url | None, meta("A paper or preprint describing the method, linked from the "
                                                 "leaderboard.")] = None
     code_url: Annotated[Url | None, meta("The method's source code, linked from the leaderboard.")] = None
@@ -772,10 +824,17 @@ class SubmissionDetails:
     code_url: str | None = None
     supplementary: str | None = None  # the PDF's name beside the submission file
     supplementary_sha256: str | None = None
+    comment: str = ""
+    supplementary_url: str | None = None
 
     @property
     def empty(self) -> bool:
         return self == SubmissionDetails()
+
+
+# Details added after results were first signed: a record leaves them out where empty, so a result signed
+# before they existed reads (and verifies) as it was signed.
+LATER_DETAILS = ("comment", "supplementary_url")
 
 
 def details_of(submission: Submission) -> SubmissionDetails:
@@ -784,7 +843,8 @@ def details_of(submission: Submission) -> SubmissionDetails:
     return SubmissionDetails(title=submission.title, description=submission.description,
                              publication_url=submission.publication_url, code_url=submission.code_url,
                              supplementary=extra.file if extra else None,
-                             supplementary_sha256=extra.sha256 if extra else None)
+                             supplementary_sha256=extra.sha256 if extra else None,
+                             comment=submission.comment, supplementary_url=submission.supplementary_url)
 
 
 @dataclass(frozen=True)
@@ -869,6 +929,8 @@ class Result:
         for name in OMITTED_WHEN_NONE:  # a result of another phase, or of an older runner, reads as it did
             if data[name] is None:
                 del data[name]
+        if data["details"]:
+            data["details"] = {k: v for k, v in data["details"].items() if v or k not in LATER_DETAILS}
         return data
 
     @classmethod
@@ -946,28 +1008,54 @@ def url_file(url: str) -> str | None:
     return last if NAME.fullmatch(last) else None
 
 
-# grand-challenge's Phase options that do not carry over, each with what stands for it here: named in the
-# field reference, and instead of a "did you mean" when a phase file sets one.
+# grand-challenge's Phase options (its model's fields, and two it has since dropped) that a phase file here does
+# not take, each with why and what stands for it: the one decision, which refuses them in a phase file, lists them
+# in the field reference, and names them where `challenge import-phase` leaves them out. Every other option is
+# read under its own name (each field's `gc`); `slug` is the phase file's name.
+_BOOKKEEPING = "grand-challenge's database keeps it; git keeps when the phase file was added and changed"
+_VIEWER = "configures grand-challenge's image viewer for algorithm results; this site has no viewer"
 UNSUPPORTED_GC_OPTIONS: dict[str, str] = {
-    "allow_submission_comments": "a submission file's description is shown on the leaderboard and its result page",
-    "display_submission_comments": "a submission file's description is shown on the leaderboard and its result "
-                                   "page",
-    "supplementary_url_choice": "a submission file may give publication_url and code_url, linked from the "
-                                "leaderboard",
-    "supplementary_url_label": "publication_url and code_url are labelled as such on the leaderboard",
-    "supplementary_url_help_text": "publication_url and code_url are explained in the phase's How to submit box",
-    "show_supplementary_url": "publication_url and code_url are shown wherever a submission gives them",
-    "supplementary_file_help_text": "supplementary_file_choice and supplementary_file_label carry over; write "
-                                    "further help in the challenge's submit page",
-    "show_supplementary_file_link": "a supplementary PDF is linked from the leaderboard wherever one was sent",
-    "submission_page_html": "write the phase's instructions in the challenge's Markdown pages (submit.md); HTML "
-                            "from a phase file is not published",
-    "creator_must_be_verified": "set registration: required in challenge.yml: an organizer merges each "
-                                "participant's registration",
+    "id": _BOOKKEEPING,
+    "created": _BOOKKEEPING,
+    "modified": _BOOKKEEPING,
+    "challenge": "names the challenge by grand-challenge's database id: the folder the phase file sits in "
+                 "(challenges/<slug>/phases/) says which challenge it is part of",
+    "archive": "the hidden test data as an archive on grand-challenge.org: here the runner host keeps it under its "
+               "data root (<data-root>/<challenge>/<phase>/inputs/)",
+    "algorithm_interfaces": "interfaces stored on grand-challenge.org, named by id: write their sockets as "
+                            "algorithm_inputs and algorithm_outputs",
+    "additional_evaluation_inputs": "values grand-challenge asks the organizers for at each evaluation: build them "
+                                    "into the evaluation image or its hidden data",
+    "evaluation_outputs": "files grand-challenge keeps from each evaluation besides metrics.json: here an evaluation "
+                          "writes /output/metrics.json alone",
+    "algorithm_selectable_gpu_type_choices": "GPU types of grand-challenge's cloud that participants choose from: "
+                                             "set algorithm_resources.gpus; the runner host decides which GPUs",
+    "algorithm_maximum_settable_memory_gb": "the most memory participants may choose for their algorithm there: "
+                                            "here the phase fixes it, algorithm_resources.memory (32 GB: 32g)",
+    "evaluation_selectable_gpu_type_choices": "GPU types of grand-challenge's cloud for the evaluation: set "
+                                              "evaluation_resources.gpus",
+    "evaluation_requires_gpu_type": "a GPU type of grand-challenge's cloud: set evaluation_resources.gpus (how "
+                                    "many); the runner host decides which",
+    "evaluation_maximum_settable_memory_gb": "a cap grand-challenge's staff set on the evaluation's memory; here the "
+                                             "runner host's own memory is the cap",
+    "evaluation_requires_memory_gb": "set evaluation_resources.memory (8 GB: 8g)",
+    "workstation": _VIEWER,
+    "workstation_config": _VIEWER,
+    "hanging_protocol": _VIEWER,
+    "optional_hanging_protocols": _VIEWER,
+    "view_content": _VIEWER,
+    "average_algorithm_job_duration": "computed, not set: each phase's leaderboard page shows its algorithm's mean "
+                                      "running time over its succeeded results",
+    "compute_cost_euro_millicents": "grand-challenge's bill for the phase's cloud compute; here the runner hosts are "
+                                    "the organizers' own machines",
+    "external_evaluation": "a service outside grand-challenge.org scores its submissions: here the runner scores "
+                           "every submission (self_reported: true takes participants' own metrics)",
+    "submission_page_html": "grand-challenge's older name for it: write the text as submission_page_markdown",
 }
 MOVED: dict[Key, str] = {
     ("algorithm_resources", "time_limit"): "set algorithm_time_limit instead (grand-challenge's name)",
-    **{(name,): f"grand-challenge's {name} does not carry over: {why}" for name, why in UNSUPPORTED_GC_OPTIONS.items()},
+    **{(name,): f"grand-challenge's {name} is not supported here: {why}"
+       for name, why in UNSUPPORTED_GC_OPTIONS.items()},
 }
 
 
@@ -1031,12 +1119,13 @@ def _ranking_metric_issues(phase: PhaseFile) -> Iterator[Issue]:
 
 
 def load_submission(path: Path, *, challenge: str, phase: str, participant: str,
-                    kind: str | None = None, supplementary: str | None = None) -> Submission:
-    """Read a submission; its phase, participant and id come from where the file sits. `kind` and
-    `supplementary` are the phase's submission_kind and supplementary_file_choice (None: not checked)."""
+                    kind: str | None = None, extras: PhaseOptions | None = None) -> Submission:
+    """Read a submission; its phase, participant and id come from where the file sits. `kind` is the phase's
+    submission_kind; `extras` the phase whose switches for a supplementary file, a supplementary URL and a
+    comment the submission must meet (None: not checked, as for a submission merged before they changed)."""
     file = parse(participant_yaml(path), SubmissionFile,
                  checks=lambda f, invalid: [*_submission_issues(f, invalid, path, phase, kind),
-                                            *_supplementary_issues(f, phase, supplementary)])
+                                            *_extras_issues(f, phase, extras)])
     shared = {f.name: getattr(file, f.name) for f in fields(SubmissionFields)}
     files = file.predictions
     return Submission(challenge=challenge, participant=participant, id=path.stem, path=path,
@@ -1063,15 +1152,25 @@ def _submission_issues(file: SubmissionFile, invalid: frozenset[str | int], path
         yield (algorithm,), f"phase {phase!r} takes a predictions file, not an image"
 
 
-def _supplementary_issues(file: SubmissionFile, phase: str, choice: str | None) -> Iterator[Issue]:
+def _extras_issues(file: SubmissionFile, phase: str, options: PhaseOptions | None) -> Iterator[Issue]:
+    """What a submission adds besides its algorithm, held to the phase's switches (grand-challenge's)."""
     extra = file.supplementary
     if extra is not None and not extra.file.lower().endswith(SUPPLEMENTARY_SUFFIX):
         yield ("supplementary", "file"), f"must name a PDF ({SUPPLEMENTARY_SUFFIX})"
-    if choice == "off" and extra is not None:
+    if options is None:
+        return
+    if options.supplementary_file_choice == "off" and extra is not None:
         yield ("supplementary",), f"phase {phase!r} takes no supplementary file (its supplementary_file_choice is off)"
-    elif choice == "required" and extra is None:
+    elif options.supplementary_file_choice == "required" and extra is None:
         yield ("supplementary",), (f"phase {phase!r} requires a PDF describing the method: commit it beside this "
                                    "file and add supplementary: {file: NAME.pdf, sha256: ...}")
+    url, label = file.supplementary_url, " ".join(options.supplementary_url_label.split())
+    if options.supplementary_url_choice == "off" and url is not None:
+        yield ("supplementary_url",), f"phase {phase!r} takes no link (its supplementary_url_choice is off)"
+    elif options.supplementary_url_choice == "required" and url is None:
+        yield ("supplementary_url",), f"phase {phase!r} requires a link ({label}): add supplementary_url: https://..."
+    if file.comment and not options.allow_submission_comments:
+        yield ("comment",), f"phase {phase!r} takes no comment (its allow_submission_comments is false)"
 
 
 class ApprovalsFile(RootModel[tuple[Approval, ...]]):

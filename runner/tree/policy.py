@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.tree.jsonpaths import compiled
-from runner.tree.model import Phase, Result, RunRecord, parse_time, scored_document
+from runner.tree.model import Phase, Result, RunRecord, SubmissionDetails, parse_time, scored_document
 
 # What a phase that withholds scores or per-case values publishes of a result whose evaluation failed.
 EVALUATION_FAILED = ("The evaluation failed; its reason may hold what this phase withholds and is sealed for the "
@@ -42,6 +42,14 @@ def window(phase: Phase, now: dt.datetime) -> Window:
     if phase.submissions_close_at and now >= phase.submissions_close_at:
         return Window(False, f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}")
     return Window(True)
+
+
+def closed_for_good(phase: Phase, now: dt.datetime) -> bool:
+    """Whether the phase's own dates and limit take no submissions now nor later, public or not: what hiding it
+    needs (`public: false`), as grand-challenge hides only a phase closed to submissions."""
+    shown = replace(phase, public=True)
+    later = max(now, phase.submissions_open_at or now)
+    return not window(shown, now).open and not window(shown, later).open
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,17 @@ def visibility(phase: Phase, *, now: dt.datetime, approved: bool = True) -> Visi
         if now < closes:
             return Visibility(True, False, f"scores withheld until {closes:%Y-%m-%d %H:%M} UTC")
     return Visibility(True, True)
+
+
+def shown_details(phase: Phase, details: SubmissionDetails) -> SubmissionDetails:
+    """What pages show of a submission's details: its comment, its supplementary URL and its PDF only where the
+    phase shows them (grand-challenge's display_submission_comments, show_supplementary_url,
+    show_supplementary_file_link)."""
+    pdf = phase.show_supplementary_file_link
+    return replace(details, comment=details.comment if phase.display_submission_comments else "",
+                   supplementary_url=details.supplementary_url if phase.show_supplementary_url else None,
+                   supplementary=details.supplementary if pdf else None,
+                   supplementary_sha256=details.supplementary_sha256 if pdf else None)
 
 
 def withholds(phase: Phase) -> bool:
@@ -196,6 +215,16 @@ def when(moment: dt.datetime, now: dt.datetime) -> str:
     else:
         span = "less than a minute"
     return f"{stamp} ({'in ' + span if seconds > 0 else span + ' ago'})"
+
+
+def took(seconds: float) -> str:
+    """A duration as people read it: 0.4 s, 12 s, 2 min 5 s (the commands' stages, a phase's running time)."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
 
 
 def plural(n: int, word: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast, get_type_hints
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from runner.tree.located import Document, Key, ModelError
+from runner.tree.located import Document, Key, ModelError, dotted
 from runner.tree.schema_types import describe
 
 T = TypeVar("T")
@@ -201,10 +201,30 @@ def _unknown(key: Key, kind: Any, moved: Mapping[Key, str]) -> str:
     names = tuple(p for p in key if isinstance(p, str))
     if names in moved:
         return moved[names]
+    home = grand_challenge_names(kind).get(str(key[-1])) if len(key) == 1 else None
+    if home is not None:
+        return f"grand-challenge's {key[-1]} is written here as {dotted(home)}"
     close = _suggestion(key, kind)
     if close:
         return f"unknown field; did you mean {close!r}?"
     return f"unknown field (allowed here: {', '.join(sorted(allowed_fields(json_schema(kind), key[:-1])))})"
+
+
+@cache
+def grand_challenge_names(kind: Any) -> dict[str, Key]:
+    """grand-challenge's name of each field of a `kind` file that has one (`meta`'s gc) -> where that field is
+    written here, in the file's order: top-level fields and those of mappings within them, not of lists (each
+    list entry is written whole, e.g. an extra_results_columns entry's path)."""
+    schema = json_schema(kind)
+    found: dict[str, Key] = {}
+
+    def walk(node: dict[str, Any], key: Key) -> None:
+        for name, spec in node.get("properties", {}).items():
+            if "x-grand-challenge" in spec:
+                found.setdefault(spec["x-grand-challenge"], (*key, name))
+            walk(_resolve(schema, spec), (*key, name))
+    walk(_resolve(schema, schema), ())
+    return found
 
 
 def _suggestion(key: Key, kind: Any) -> str | None:

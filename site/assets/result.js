@@ -152,14 +152,19 @@
     }
   }
 
-  // The submission's title, description and links (paper, code, its PDF beside the result's JSON).
+  // The submission's title, description, comment and links (paper, code, its supplementary URL, its PDF beside
+  // the result's JSON); the build leaves out the comment and links the phase does not show.
   function about(view, result, o) {
     var d = isRecord(result.details) ? result.details : {};
     if (d.title) add(view, "p", d.title, "result-title");
     if (d.description) add(view, "p", d.description, "result-description");
+    if (typeof d.comment === "string" && d.comment) add(view, "p", "Comment: " + d.comment, "result-comment");
     var links = [["Paper", d.publication_url], ["Code", d.code_url]].filter(function (l) {
       return typeof l[1] === "string" && /^https?:\/\//.test(l[1]);
     });
+    if (typeof d.supplementary_url === "string" && /^https:\/\//.test(d.supplementary_url)) {
+      links.push([o.supplementaryUrl, d.supplementary_url]);
+    }
     if (result.supplementary_file) links.push([o.supplementary, o.results + result.participant + "/" + result.supplementary_file]);
     if (!links.length) return;
     var p = add(view, "p", undefined, "result-links");
@@ -227,6 +232,7 @@
     var o = { score: view.dataset.score, order: view.dataset.order, places: Number(view.dataset.places),
       withheld: view.dataset.withheld, results: view.dataset.results,
       supplementary: view.dataset.supplementary || "Method description",
+      supplementaryUrl: view.dataset.supplementaryUrl || "Publication",
       selfReported: view.dataset.selfReported === "true" };
     var id = new URLSearchParams(window.location.search).get("id") || "";
     if (!ID.test(id)) return;

@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from runner.cli import main
-from runner.cli.common import stage, took
+from runner.cli.common import stage
+from runner.tree.policy import took
 from tests.cli.test_try import fake, own_data, run_try  # noqa: F401 (fixtures)
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, REPO

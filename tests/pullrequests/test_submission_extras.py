@@ -124,3 +124,24 @@ def test_a_required_pdf_must_come(github, repo):
     edit_yaml(phase_file(repo), supplementary_file_choice="required")
     outcome, _ = judge(github, repo, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n"})
     assert any("requires a PDF describing the method" in p for p in outcome.verdict.problems)
+
+
+# --- a link and a comment (grand-challenge's supplementary URL and submission comment) ------------------
+
+
+@pytest.mark.parametrize("options, lines, problem", [
+    ({"supplementary_url_choice": "required", "supplementary_url_label": "Preprint"}, "",
+     "supplementary_url: phase 'final-test' requires a link (Preprint): add supplementary_url: https://..."),
+    ({}, "supplementary_url: https://arxiv.org/abs/1\n", "supplementary_url: phase 'final-test' takes no link"),
+    ({"supplementary_url_choice": "optional"}, "supplementary_url: http://arxiv.org/abs/1\n",
+     "supplementary_url: 'http://arxiv.org/abs/1' is not an https:// address"),
+    ({}, "comment: fold 2\n", "comment: phase 'final-test' takes no comment (its allow_submission_comments is false)"),
+    ({"supplementary_url_choice": "required", "allow_submission_comments": True},
+     "supplementary_url: https://arxiv.org/abs/1\ncomment: fold 2\n", None),
+])
+def test_a_link_and_a_comment_are_judged_by_the_phases_switches(github, repo, options, lines, problem):
+    edit_yaml(phase_file(repo), **options)
+    outcome, pull = judge(github, repo, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n{lines}"})
+    assert pull.merged == (problem is None)
+    assert [p for p in outcome.verdict.problems if problem in p] if problem else outcome.verdict.ok, (
+        outcome.verdict.problems)

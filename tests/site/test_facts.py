@@ -15,13 +15,21 @@ import yaml
 from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
-from runner.tree.model import Phase, load_submission
+from runner.site.facts import JobDuration, average_job_duration
+from runner.tree.model import Phase, Result, RunRecord, load_submission
 from runner.tree.references import image_refusal
 from runner.tree.store import Store
 from tests.helpers import REPO, edit_yaml, phase_file
 
 PHASES = [(slug, phase) for slug in Store(REPO).slugs() for phase in Store(REPO).phases(slug)]
 LABEL = "Method *notes* [v2]"  # the optional PDF's label in the edited phase: text, never Markdown
+# The edited phase asks for a link and takes comments too, with the organizer's words on each, and says more
+# above its box: Markdown whose raw HTML must stay text.
+EXTRAS = {"supplementary_url_choice": "required", "supplementary_url_label": "Preprint <v2>",
+          "supplementary_url_help_text": "A link to your *arXiv* preprint",
+          "supplementary_file_help_text": "At most 4 pages | no appendix", "allow_submission_comments": True,
+          "submission_page_markdown": "## Before you submit\n\nRun the **sanity check** first: `/output/<case>.mha`."
+                                      "\n\n<div><script>document.title='pwned'</script>\n\n[x](javascript:alert(1))"}
 ALWAYS = {"phase", "title", "description", "publication_url", "code_url"}
 
 
@@ -31,7 +39,7 @@ def site(tmp_path_factory) -> tuple[Store, Path]:
     takes an optional PDF under a label of its own, and images from one registry only."""
     repo = prepare_workspace(REPO, tmp_path_factory.mktemp("facts") / "repo")
     edit_yaml(phase_file(repo), supplementary_file_choice="optional", supplementary_file_label=LABEL,
-              allowed_registries=["quay.io"])
+              allowed_registries=["quay.io"], **EXTRAS)
     config = SiteConfig.read(repo)
     pages.generate(Store(repo), config.stage, config.templates, config.assets)
     return Store(repo), build_site(config, "mkdocs")
@@ -58,7 +66,7 @@ def accepted(text: str, phase: Phase, folder: Path) -> None:
     path = folder / "v1.yml"
     path.write_text(filled)
     submission = load_submission(path, challenge=phase.challenge, phase=phase.slug, participant="alice",
-                                 kind=phase.submission_kind, supplementary=phase.supplementary_file_choice)
+                                 kind=phase.submission_kind, extras=phase)
     if submission.image:
         assert image_refusal(submission.image, allowed=phase.allowed_registries, allow_local=False) is None
 
@@ -71,7 +79,9 @@ def test_the_box_and_the_submit_row_show_every_form_the_phase_takes(site, tmp_pa
     shown = yaml.safe_load(box)
     takes_image = phase.submission_kind in ("algorithm", "training")
     paper = phase.supplementary_file_choice != "off"
-    assert set(shown) == ALWAYS | {"image" if takes_image else "predictions"} | ({"supplementary"} if paper else set())
+    extras = {name for name, wanted in [("supplementary", paper), ("comment", phase.allow_submission_comments),
+                                        ("supplementary_url", phase.supplementary_url_choice != "off")] if wanted}
+    assert set(shown) == ALWAYS | {"image" if takes_image else "predictions"} | extras
     accepted(box, phase, tmp_path)
     if takes_image:  # the docker save archive, commented out as the alternative to image
         assert set(yaml.safe_load(archive_form(box))) == set(shown) - {"image"} | {"image_archive"}
@@ -91,3 +101,42 @@ def test_the_labels_markdown_is_shown_as_text(site):
     _, built = site
     page = (built / "ellipsoid-segmentation" / "index.html").read_text()
     assert "<em>Method &#42;notes&#42; &#91;v2&#93;</em> (optional)" in page
+
+
+def test_the_box_names_each_extra_in_the_organizers_words(site):
+    _, built = site
+    page = (built / "ellipsoid-segmentation" / "index.html").read_text()
+    box = page.split('<p class="admonition-title">How to submit to Final test</p>', 1)[1].split("</div>", 1)[0]
+    items = [re.sub(r"\s+", " ", item) for item in re.findall(r"<li>(.*?)</li>", box, flags=re.S)]
+    assert items == [
+        "<code>supplementary</code>, <em>Method &#42;notes&#42; &#91;v2&#93;</em> (optional): At most 4 pages &#124; "
+        "no appendix",
+        "<code>supplementary_url</code>, <em>Preprint &#60;v2&#62;</em> (required): A link to your &#42;arXiv&#42; "
+        "preprint",
+        "<code>comment</code>, <em>Comment</em> (optional): at most 128 characters, for you and the organizers; the "
+        "site does not show it"]
+    assert "; with a link, <em>Preprint &#60;v2&#62;</em> (required)" in page  # the Submit row
+
+
+def test_the_submission_page_text_shows_above_the_box_and_its_html_as_text(site):
+    _, built = site
+    page = (built / "ellipsoid-segmentation" / "index.html").read_text()
+    text = page.split('<div class="submission-page"', 1)[1].split('<div class="admonition example">', 1)[0]
+    assert text.startswith(' markdown="0"><h2>Before you submit</h2>')
+    assert "<strong>sanity check</strong>" in text and "<code>/output/&lt;case&gt;.mha</code>" in text
+    assert "&lt;div&gt;&lt;script&gt;document.title=" in text and "<script>document" not in page
+    assert "<a>x</a>" in text and "javascript:" not in text
+    boxes = page.count('<p class="admonition-title">How to submit to ')
+    assert boxes == len(Store(REPO).phases("ellipsoid-segmentation"))  # the rest of the page is whole
+
+
+def test_a_phases_mean_running_time_counts_succeeded_results_that_show_it():
+    def result(status: str, seconds: float | None, measured: bool = True) -> Result:
+        run = RunRecord(image="x", wall_time_s=seconds) if measured else None
+        return Result(challenge="c", phase="p", participant="a", submission="v1", status=status,
+                      created_at="2026-03-01T10:00:00+00:00", started_at=None, finished_at=None, algorithm=run)
+    results = [result("succeeded", 30.0), result("succeeded", 90.0), result("failed", 1000.0),
+               result("succeeded", None), result("succeeded", None, measured=False)]
+    assert average_job_duration(results) == JobDuration(60.0, 2)
+    assert average_job_duration(results[2:]) is None
+    assert str(JobDuration(125.2, 1)) == "2 min 5 s on average over 1 succeeded result"

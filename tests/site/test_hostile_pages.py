@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -15,7 +16,7 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, edit_yaml, served, wait_for
+from tests.helpers import CHALLENGE, PHASE, REPO, add_result, edit_yaml, phase_file, served, wait_for
 
 pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By
@@ -27,6 +28,10 @@ PAYLOADS = {
     "title": f"<img src=x onerror=\"{SCRIPT}\"> **bold** [link](javascript:{SCRIPT})",
     "description": f"![tracker](http://evil.example/pixel.png) [x](javascript:{SCRIPT}) "
                    f"text{{: onclick=\"{SCRIPT}\" }}",
+    "comment": f"<img src=x onerror=\"{SCRIPT}\"> [x](javascript:{SCRIPT})",
+    "link": f"https://example.org/\"><svg/onload={SCRIPT}>",
+    # The organizers' own Markdown, set in the challenge page: its raw HTML stays text, its links stay safe.
+    "submission page": f"<div><img src=x onerror=\"{SCRIPT}\"><script>{SCRIPT}</script>\n\n[x](javascript:{SCRIPT})",
 }
 
 
@@ -37,7 +42,11 @@ def built(tmp_path_factory) -> Path:
     add_result(repo, "bob", "v1", None, status="failed", error=PAYLOADS["failure line"])
     add_result(repo, "carol", "v1", None, status="failed", error=PAYLOADS["csv header"])
     submission = repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
-    edit_yaml(submission, title=PAYLOADS["title"], description=PAYLOADS["description"])
+    edit_yaml(submission, title=PAYLOADS["title"], description=PAYLOADS["description"], comment=PAYLOADS["comment"],
+              supplementary_url=PAYLOADS["link"])
+    edit_yaml(phase_file(repo), allow_submission_comments=True, display_submission_comments=True,
+              supplementary_url_choice="optional", show_supplementary_url=True,
+              submission_page_markdown=PAYLOADS["submission page"])
     path = repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
     record = json.loads(path.read_text())  # a case named by what a participant's file held
     record["metrics"]["case"][f"<img src=x onerror=\"{SCRIPT}\">"] = {"dice": 0.5}
@@ -70,7 +79,12 @@ def test_participants_text_is_text_on_every_page(page, site_url, where):
         assert PAYLOADS["failure line"] in text and PAYLOADS["csv header"] in text
         assert PAYLOADS["title"] in text
     if where == "result of alice":
-        assert PAYLOADS["title"] in text and PAYLOADS["description"] in text
+        assert PAYLOADS["title"] in text and PAYLOADS["description"] in text and PAYLOADS["comment"] in text
+        link = page.find_element(By.LINK_TEXT, "Publication")
+        assert unquote(link.get_attribute("href")) == PAYLOADS["link"]  # an address, as the browser encodes it
+    if where == "challenge":
+        assert f"<div><img src=x onerror=\"{SCRIPT}\"><script>{SCRIPT}</script>" in text
+        assert "How to submit to Final test" in text  # the page goes on whole after it
 
 
 def test_no_file_of_the_built_site_holds_a_live_payload(built):

@@ -20,6 +20,7 @@ from runner.site import pages
 from runner.site.build import BuildError, SiteConfig, build_site
 from runner.tree.model import MEASUREMENTS
 from runner.tree.schema import json_schemas
+from runner.tree.sealing import new_identity
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, DIGEST, PHASE, add_result, edit_yaml, phase_file
 
@@ -378,3 +379,32 @@ def test_a_challenge_without_its_own_page_shows_its_name_and_headline_as_text(re
         text = page.read_text()
         assert "<img src=x" not in text and "<script>alert" not in text and 'href="javascript:' not in text, page
     assert "R&amp;D &lt;img src=x onerror=alert(1)&gt;" in (site / "index.html").read_text()  # the navigation
+
+
+def test_the_leaderboard_shows_the_algorithms_mean_running_time_where_results_show_it(scored_repo):
+    def running_time(stage: Path) -> str | None:
+        found = re.search(r"^\*\*Algorithm running time\*\*: (.*?) \(", (
+            stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text(), flags=re.M)
+        return found and found.group(1)
+    assert running_time(stage_of(scored_repo)) == "1.0 s on average over 3 succeeded results"
+    edit_yaml(phase_file(scored_repo), blind=True)  # measurements withheld until it closes: their mean too
+    edit_yaml(scored_repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    assert running_time(stage_of(scored_repo)) is None
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_a_comment_and_a_link_are_published_where_the_phase_shows_them(repo, shown):
+    edit_yaml(phase_file(repo), allow_submission_comments=True, display_submission_comments=shown,
+              supplementary_url_choice="optional", supplementary_url_label="Preprint", show_supplementary_url=shown)
+    add_result(repo, "alice", "v1", 0.8)
+    submission = repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
+    edit_yaml(submission, comment="fold 2", supplementary_url="https://arxiv.org/abs/2601.00001")
+    stage = stage_of(repo)
+    record = json.loads((stage / CHALLENGE / "results" / PHASE / "alice" / "v1.json").read_text())
+    details = record["details"] or {}  # details the phase shows none of are left out
+    board = (stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert (details.get("comment"), details.get("supplementary_url")) == (
+        ("fold 2", "https://arxiv.org/abs/2601.00001") if shown else (None, None))
+    assert ("[Preprint](https://arxiv.org/abs/2601.00001)" in board) == shown
+    viewer = (stage / CHALLENGE / "results" / PHASE / "view.md").read_text()
+    assert 'data-supplementary-url="Preprint"' in viewer

@@ -8,11 +8,13 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from runner.cli import main
 from runner.tree.check import check
 from runner.tree.sealing import new_identity
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file, write_submission
+from tests.helpers import CHALLENGE, NOW, PHASE, add_result, edit_yaml, phase_file, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -250,3 +252,33 @@ def test_a_withholding_phase_needs_someone_to_seal_for(repo, capsys):
     edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=["github:alice", "age1nope"])
     code, lines, _ = run_check(repo, capsys)
     assert code == 1 and len(lines) == 1 and "recipients[1]: not a valid public key" in lines[0]
+
+
+@pytest.mark.parametrize("changes, hidden_ok", [
+    ({}, False),  # open until 2027-12-31: hiding it would leave submissions open behind it
+    ({"submissions_close_at": "2026-05-31T00:00:00Z"}, True),  # closed before NOW
+    ({"submissions_open_at": "2026-07-01T00:00:00Z"}, False),  # opens later: it would take submissions then
+    ({"submissions_limit_per_user_per_period": 0}, True),  # takes none at all
+])
+def test_a_hidden_phase_must_be_closed_to_submissions(repo, changes, hidden_ok):
+    path = phase_file(repo)
+    edit_yaml(path, public=False, **changes)
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    problems = [str(p) for p in check(Store(repo), now=NOW).problems]
+    expected = [] if hidden_ok else [
+        f"{path}:{line_of(path, 'public:')}: public: false hides a phase that takes submissions now or later; "
+        "grand-challenge hides only a closed phase: set submissions_close_at to a past time, or "
+        "submissions_limit_per_user_per_period: 0"]
+    assert problems == expected
+
+
+def test_verified_participants_need_registration_with_approval(repo):
+    path = phase_file(repo)
+    edit_yaml(path, creator_must_be_verified=True)
+    problems = [str(p) for p in check(Store(repo)).problems]
+    assert problems == [f"{path}:{line_of(path, 'creator_must_be_verified')}: creator_must_be_verified: true needs "
+                        f"verified participants, and challenges/{CHALLENGE}/challenge.yml lets anyone submit: set "
+                        "registration: required there, so an organizer approves each participant by merging their "
+                        "registration"]
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    assert check(Store(repo)).problems == []

@@ -13,9 +13,17 @@ from runner.errors import printable
 from runner.site.reference import reference_markdown
 from runner.tree.check import check
 from runner.tree.located import ModelError
-from runner.tree.model import Result, check_image_ref, load_challenge, load_phase, load_result
+from runner.tree.model import (
+    Result,
+    SubmissionDetails,
+    check_image_ref,
+    load_challenge,
+    load_phase,
+    load_result,
+    load_submission,
+)
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, write_submission
+from tests.helpers import CHALLENGE, IMAGE, PHASE, edit_yaml, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -60,15 +68,25 @@ def test_unknown_field_is_located(repo):
     assert info.value.message == "unknown field; did you mean 'score_jsonpath'?"
 
 
-def test_a_grand_challenge_option_that_does_not_carry_over_says_what_stands_for_it(repo):
+def test_a_grand_challenge_option_not_supported_here_says_why(repo):
     path = phase_file(repo)
-    path.write_text(path.read_text() + "allow_submission_comments: true\n")
+    path.write_text(path.read_text() + "workstation: 41b79371-7a8e-4ea2-8f1a-0c2a7d8e9f10\n")
     with pytest.raises(ModelError) as info:
         load_phase(path, CHALLENGE)
-    assert info.value.field == "allow_submission_comments"
-    assert info.value.message == ("grand-challenge's allow_submission_comments does not carry over: a submission "
-                                  "file's description is shown on the leaderboard and its result page")
-    assert "allow_submission_comments" in html.unescape(reference_markdown())  # the field reference lists each
+    assert info.value.field == "workstation"
+    assert info.value.message == ("grand-challenge's workstation is not supported here: configures grand-challenge's "
+                                  "image viewer for algorithm results; this site has no viewer")
+    assert "workstation" in html.unescape(reference_markdown())  # the field reference lists each
+
+
+def test_a_grand_challenge_name_written_elsewhere_here_says_where(repo):
+    path = phase_file(repo)
+    path.write_text(path.read_text() + "evaluation_time_limit: 3600\n")
+    with pytest.raises(ModelError) as info:
+        load_phase(path, CHALLENGE)
+    assert (info.value.field, info.value.message) == (
+        "evaluation_time_limit", "grand-challenge's evaluation_time_limit is written here as "
+                                 "evaluation_resources.time_limit")
 
 
 def test_wrong_type_in_nested_column_is_located(repo):
@@ -206,3 +224,49 @@ def test_printable_shows_what_a_participant_wrote_on_one_line():
     assert printable("/output/\udcff\n\x1b[1mx\t") == "/output/\\xff\\x0a\\x1b[1mx\\x09"
     assert printable("é ✓") == "é ✓"
     assert printable("x" * 50, limit=10) == "x" * 9 + "…"
+
+
+def extras_of(repo: Path, phase_options: dict, submission: str) -> str | None:
+    """What the loader says of a submission with `submission`'s lines in a phase with `phase_options`."""
+    edit_yaml(phase_file(repo), **phase_options)
+    path = write(repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml",
+                 f"phase: {PHASE}\nimage: {IMAGE}\n{submission}")
+    phase = load_phase(phase_file(repo), CHALLENGE)
+    try:
+        load_submission(path, challenge=CHALLENGE, phase=PHASE, participant="alice", extras=phase)
+    except ModelError as exc:
+        return f"{exc.field}: {exc.message}"
+    return None
+
+
+@pytest.mark.parametrize("options, lines, problem", [
+    ({}, "comment: tuned on fold 2\n", "comment: phase 'final-test' takes no comment (its "
+                                       "allow_submission_comments is false)"),
+    ({"allow_submission_comments": True}, "comment: tuned on fold 2\n", None),
+    ({"allow_submission_comments": True}, f"comment: {'x' * 129}\n", "comment: is 129 characters long; at most 128 "
+                                                                      "allowed"),
+    ({}, "supplementary_url: https://arxiv.org/abs/1\n", "supplementary_url: phase 'final-test' takes no link (its "
+                                                         "supplementary_url_choice is off)"),
+    ({"supplementary_url_choice": "optional"}, "", None),
+    ({"supplementary_url_choice": "optional"}, "supplementary_url: https://arxiv.org/abs/1\n", None),
+    ({"supplementary_url_choice": "required", "supplementary_url_label": "Preprint"}, "",
+     "supplementary_url: phase 'final-test' requires a link (Preprint): add supplementary_url: https://..."),
+    ({"supplementary_url_choice": "optional"}, "supplementary_url: http://arxiv.org/abs/1\n",
+     "supplementary_url: 'http://arxiv.org/abs/1' is not an https:// address of at most 2000 characters"),
+    ({"supplementary_url_choice": "optional"}, "supplementary_url: javascript:alert(1)\n",
+     "supplementary_url: 'javascript:alert(1)' is not an https:// address of at most 2000 characters"),
+    ({"supplementary_url_choice": "optional"}, f"supplementary_url: https://a.org/{'x' * 2000}\n",
+     "supplementary_url: 'https://a.org/" + "x" * 185 + "…' is not an https:// address of at most 2000 characters"),
+])
+def test_a_submissions_link_and_comment_meet_the_phases_switches(repo, options, lines, problem):
+    assert extras_of(repo, options, lines) == problem
+
+
+def test_a_result_signed_before_comments_and_links_existed_reads_as_it_was_signed():
+    old = SubmissionDetails(title="Threshold", publication_url="https://arxiv.org/abs/1")
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
+                    created_at="2026-03-01T10:00:00+00:00", started_at=None, finished_at=None, details=old)
+    assert set(result.document()["details"]) == {"title", "description", "publication_url", "code_url",
+                                                 "supplementary", "supplementary_sha256"}
+    new = Result.from_dict({**result.document(), "details": {**result.document()["details"], "comment": "fold 2"}})
+    assert new.document()["details"]["comment"] == "fold 2" and "supplementary_url" not in new.document()["details"]

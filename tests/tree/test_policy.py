@@ -7,8 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from runner.tree.model import Result, RunRecord
-from runner.tree.policy import EVALUATION_FAILED, not_runnable, public_record, visibility, window
+from runner.tree.model import Result, RunRecord, SubmissionDetails
+from runner.tree.policy import (
+    EVALUATION_FAILED,
+    not_runnable,
+    public_record,
+    shown_details,
+    visibility,
+    window,
+)
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
 
@@ -104,3 +111,15 @@ def test_only_a_result_whose_algorithm_ran_outside_training_can_be_run_again(rep
     assert "never ran" in (not_runnable(store.phase(CHALLENGE, PHASE), replace(ran, algorithm=None)) or "")
     assert "takes predictions" in (not_runnable(store.phase("lung-cancer-prediction", "stage1"), ran) or "")
     assert "trained model stays on the runner" in (not_runnable(store.phase("lesion-training", "final"), ran) or "")
+
+
+def test_a_submissions_comment_link_and_pdf_show_where_the_phase_shows_them(phase):
+    details = SubmissionDetails(title="T", comment="fold 2", supplementary_url="https://arxiv.org/abs/1",
+                                supplementary="method.pdf", supplementary_sha256="ab" * 32)
+    hidden = shown_details(phase(), details)  # grand-challenge's defaults, but the PDF's link (shown as before)
+    assert (hidden.comment, hidden.supplementary_url, hidden.supplementary) == ("", None, "method.pdf")
+    shown = shown_details(phase(display_submission_comments=True, show_supplementary_url=True,
+                                show_supplementary_file_link=False), details)
+    assert (shown.comment, shown.supplementary_url, shown.supplementary, shown.supplementary_sha256) == (
+        "fold 2", "https://arxiv.org/abs/1", None, None)
+    assert shown.title == "T"
