@@ -29,6 +29,7 @@ from runner.pullrequests.review import Review, code_span, issue_branch, review
 from runner.pullrequests.rules import MAX_LISTED, Change, Proposal, check
 from runner.tree.model import NAME, SLUG
 from runner.tree.paths import SUBMISSION_WHERE
+from runner.tree.policy import not_by_form
 from runner.tree.schema_types import LOGIN
 from runner.tree.store import Store
 
@@ -205,11 +206,7 @@ def _not_by_form(store: Store, answers: Answers) -> tuple[str, ...]:
     if answers.challenge not in store.slugs() or answers.phase not in store.phases(answers.challenge):
         return ()
     phase = store.phase(answers.challenge, answers.phase)
-    if not phase.runs_algorithms:
-        carried = "a predictions or metrics file"
-    elif phase.supplementary_file_choice == "required":
-        carried = "a PDF describing the method beside the file"
-    else:
+    if (carried := not_by_form(phase)) is None:
         return ()
     return (f"Phase: {phase.title!r} takes {carried}, which an issue cannot carry: open a pull request adding "
             f"{SUBMISSION_WHERE} and the files it pins",)

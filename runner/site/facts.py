@@ -8,11 +8,11 @@ import datetime as dt
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from runner.tree.model import MAX_COMMENT, NAME, Challenge, Phase, Result
 from runner.tree.paths import CHALLENGES
-from runner.tree.policy import plural, took, visibility, window
+from runner.tree.policy import not_by_form, plural, took, visibility, window
 
 STAMP = "%Y-%m-%d %H:%M UTC"
 LOGIN = "LOGIN"  # in a submit link's folder: the reader's login or team, which assets/submit.js fills in
@@ -58,6 +58,7 @@ class PhaseFacts:
     path: str
     yaml: str
     submit: str | None = None  # GitHub's editor with the file prefilled; LOGIN stands for the reader's folder
+    issue_form: str | None = None  # the submission issue form, prefilled with the challenge and the phase
     folder: str = NAME.pattern  # what may stand for LOGIN: a GitHub login or a team's name (teams.yml's rule)
 
 
@@ -74,7 +75,17 @@ def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase]
         form=_form(phase), paper=_paper(phase), link=_choice(phase.supplementary_url_choice), extras=_extras(phase),
         resources=_resources(phase) if phase.runs_algorithms else None,
         ranking=ranking, visibility=_visibility(phase), path=path, yaml=yaml,
-        submit=_submit(repo, challenge, phase, yaml) if repo and window(phase, now).open else None)
+        submit=_submit(repo, challenge, phase, yaml) if repo and window(phase, now).open else None,
+        issue_form=_issue_form(repo, challenge, phase) if repo and window(phase, now).open else None)
+
+
+def _issue_form(repo: str, challenge: Challenge, phase: Phase) -> str | None:
+    """GitHub's new-issue page with the submission form (.github/ISSUE_TEMPLATE/submission.yml), its
+    challenge and phase answered (GitHub fills a form's fields from the query, by their ids)."""
+    if not_by_form(phase) is not None:
+        return None
+    query = urlencode({"template": "submission.yml", "challenge": challenge.slug, "phase": phase.slug})
+    return f"{repo}/issues/new?{query}"
 
 
 def _submit(repo: str, challenge: Challenge, phase: Phase, yaml: str) -> str:
@@ -238,3 +249,48 @@ def _submitted(phase: Phase) -> list[tuple[str, str]]:
             ("# image_archive:", ""), ("#   url: https://<host>/<algorithm>.tar", ""),
             ('#   sha256: "<64 hex digits>"', "sha256sum <algorithm>.tar"),
             ("#   encrypted: false", "true: encrypted to the runner's key")]
+
+
+# --- the challenge's timeline ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Milestone:
+    """One dated moment of a challenge, as its timeline, its countdown and the deadlines feed show it."""
+
+    key: str  # what it is, stable across builds: the deadlines feed derives its entries' identifiers from it
+    what: str
+    at: dt.datetime
+    phase: str | None = None  # the phase it belongs to, whose leaderboard the feed links
+
+
+def milestones(challenge: Challenge, phases: Iterable[Phase]) -> list[Milestone]:
+    """Every dated moment of the challenge in time order: its own milestones, registration's end and each
+    phase's window. Days start at 00:00 UTC, except an end date, which is the end of its day."""
+    found = [Milestone(key, what, _day_start(day)) for key, what, day in (
+        ("data-release", "Data release", challenge.data_release_date),
+        ("start", "Challenge starts", challenge.start_date),
+        ("results", "Results announced", challenge.results_announcement_date)) if day]
+    found += [Milestone(key, what, at) for key, what, at in (
+        ("registration", "Registration closes", challenge.registration_closes_at),
+        ("report", "Method reports due", challenge.report_deadline_at)) if at]
+    if challenge.end_date:
+        found.append(Milestone("end", "Challenge ends", dt.datetime.combine(challenge.end_date, dt.time(23, 59),
+                                                                            dt.UTC)))
+    for phase in phases:
+        if phase.submissions_open_at:
+            found.append(Milestone(f"{phase.slug}/opens", f"{phase.title}: submissions open",
+                                   phase.submissions_open_at, phase.slug))
+        if phase.submissions_close_at:  # keyed by the phase alone, as the feed named closings before
+            found.append(Milestone(phase.slug, f"{phase.title}: submissions close", phase.submissions_close_at,
+                                   phase.slug))
+    return sorted(found, key=lambda m: (m.at, m.what))
+
+
+def next_milestone(found: list[Milestone], now: dt.datetime) -> Milestone | None:
+    """The first milestone still ahead, whose countdown the timeline shows."""
+    return next((m for m in found if m.at > now), None)
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(0, 0), dt.UTC)

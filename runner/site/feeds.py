@@ -26,6 +26,7 @@ from typing import cast
 
 from runner.ranking.tables import fmt
 from runner.site.catalog import CatalogEntry, platform_name
+from runner.site.facts import milestones
 from runner.tree.gitfiles import added_all
 from runner.tree.jsonpaths import lookup
 from runner.tree.model import Phase, Result, parse_time, scored_document
@@ -100,22 +101,21 @@ def new_challenges(store: Store, entries: list[CatalogEntry], pages: set[str]) -
 
 
 def deadlines(entries: list[CatalogEntry], *, now: dt.datetime, pages: set[str]) -> Feed:
-    """Deadlines in the next two weeks: phases' closing times and challenges' end dates (the end of
-    that day, UTC), each entry dated the moment it came within two weeks."""
+    """The challenges' milestones in the next two weeks (their timelines: phases' windows, registration's
+    end, data release, report deadline, results announcement, the end date), each entry dated the moment
+    it came within two weeks."""
     found = []
     for entry in entries:
         c = entry.challenge
-        moments = [(p.slug, f"{p.title} closes", p.submissions_close_at,
-                    f"{c.slug}/leaderboard/{p.slug}/") for p in entry.phases if p.submissions_close_at]
-        if c.end_date:
-            end = dt.datetime.combine(c.end_date, dt.time(23, 59), dt.UTC)
-            moments.append(("end", "ends", end, _page(entry, pages)))
-        for what, verb, when, link in moments:
-            if now <= when <= now + SOON:
-                found.append(Entry(f"deadline/{c.slug}/{what}/{when.isoformat()}", f"{c.name}: {verb} {when:{STAMP}}",
-                                   when - SOON, link, f"{c.headline} Deadline: {when:{STAMP}}.", (c.platform,)))
+        for m in milestones(c, entry.phases):
+            if now <= m.at <= now + SOON:
+                link = f"{c.slug}/leaderboard/{m.phase}/" if m.phase else _page(entry, pages)
+                title = f"{c.name}: {m.what} {m.at:{STAMP}}"
+                found.append(Entry(f"deadline/{c.slug}/{m.key}/{m.at.isoformat()}", title, m.at - SOON, link,
+                                   f"{c.headline} {m.what}: {m.at:{STAMP}}.", (c.platform,)))
     return Feed(Path(FEEDS, "deadlines.xml"), f"{SITE_NAME}: deadlines within two weeks",
-                "Submission deadlines and challenge ends in the next 14 days", "", SITE_NAME, _newest(found))
+                "Milestones in the next 14 days: submission windows, registration, data release, reports, "
+                "results, challenge ends", "", SITE_NAME, _newest(found))
 
 
 def results_feed(entry: CatalogEntry, found: list[Entry]) -> Feed:

@@ -42,7 +42,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
-from runner.site.facts import JobDuration, average_job_duration, phase_facts, size_text
+from runner.site.facts import JobDuration, average_job_duration, milestones, next_milestone, phase_facts, size_text
 from runner.site.reference import reference_markdown
 from runner.tree.details import submission_details, supplementary_file
 from runner.tree.exclusions import ranking_exclusions, short
@@ -474,14 +474,16 @@ def _fallback_page(entry: CatalogEntry) -> bytes:
 
 
 def _phases_section(run: _Run, entry: CatalogEntry) -> None:
-    """The phases' facts on the challenge's own page, at its `<!-- phases -->` mark or at its end."""
-    if not entry.phases:
-        return
+    """The challenge's timeline and its phases' facts on its own page, at its `<!-- phases -->` mark or at its end."""
+    timeline = milestones(entry.challenge, entry.phases)
     page = Path(entry.challenge.slug, "index.md")
+    if not entry.phases and not (timeline and page in run.wanted):  # a listing's page is its own website
+        return
     parents = {p.slug: p for p in entry.phases}
     facts = [phase_facts(entry.challenge, p, parents=parents, ranking=ranking_method(p), now=run.now,
                          repo=run.repo) for p in entry.phases]
-    section = run.env.get_template("phases.md.j2").render(facts=facts)
+    section = run.env.get_template("phases.md.j2").render(facts=facts, timeline=timeline,
+                                                          upcoming=next_milestone(timeline, run.now))
     text = run.wanted.get(page, _fallback_page(entry)).decode()
     text = text.replace(PHASES_MARK, section) if PHASES_MARK in text else text.rstrip() + "\n\n" + section
     run.wanted[page] = text.encode()

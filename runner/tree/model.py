@@ -240,6 +240,14 @@ class Challenge:
         "When registration closes, apart from the phases' submission deadlines (L2L's registration deadline); a "
         "date alone closes at the end of that day (UTC). Registrations proposed later are refused; those merged "
         "before still count. Unset: registration stays open. Needs registration: required.")] = None
+    data_release_date: Annotated[Day | None, meta(
+        "Milestone: the day the training data is released (L2L's timeline), shown in the challenge's timeline, "
+        "its countdown and the deadlines feed.")] = None
+    report_deadline_at: Annotated[Closing | None, meta(
+        "Milestone: when method reports (short papers) are due, where they are sent elsewhere (by e-mail, to a "
+        "workshop); a date alone is the end of that day (UTC). A phase that takes reports here has its own.")] = None
+    results_announcement_date: Annotated[Day | None, meta(
+        "Milestone: the day the results are announced (e.g. at a MICCAI workshop).")] = None
     combined_leaderboards: Annotated[tuple[CombinedLeaderboard, ...], meta(
         "Rankings over several phases, as grand-challenge's combined leaderboards.")] = ()
     recipients: Annotated[tuple[Text, ...], meta(
@@ -975,6 +983,9 @@ def _challenge_issues(challenge: Challenge, folder: str) -> Iterator[Issue]:
                                  "the catalog links to")
     if challenge.start_date and challenge.end_date and challenge.end_date < challenge.start_date:
         yield ("end_date",), "is before start_date"
+    if challenge.data_release_date and challenge.results_announcement_date and \
+            challenge.results_announcement_date < challenge.data_release_date:
+        yield ("results_announcement_date",), "is before data_release_date"
     if challenge.registration_closes_at and challenge.registration != "required":
         yield ("registration_closes_at",), "closes a registration nobody needs: set registration: required"
     for i, board in enumerate(challenge.combined_leaderboards):

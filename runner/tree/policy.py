@@ -172,6 +172,18 @@ def ranked_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     return replace(result.without_logs(), error=public.error) if shown.scores else public
 
 
+def not_by_form(phase: Phase) -> str | None:
+    """What a phase's submission needs that the submission issue form cannot carry (it asks for an image, a
+    team and a title), or None: the form's workflow refuses such a phase and its page offers no form."""
+    if not phase.runs_algorithms:
+        return "a predictions or metrics file"
+    if phase.supplementary_file_choice == "required":
+        return "a PDF describing the method beside the file"
+    if phase.supplementary_url_choice == "required":
+        return "a link to " + phase.supplementary_url_label
+    return None
+
+
 def not_runnable(phase: Phase, result: Result) -> str | None:
     """Why `challenge run` cannot run this result's algorithm on someone's own cases (None: it can); the
     result page shows the command only where this is None."""

@@ -58,3 +58,16 @@ def test_an_open_phase_opens_githubs_editor_at_the_readers_folder(page, site_url
     assert query["filename"] == ["v1.yml"]
     assert query["value"][0].startswith(f"phase: {PHASE}")  # the example file, as the box shows it
     assert button.get_attribute("aria-disabled") == "false"
+
+
+def test_an_open_phase_links_the_submission_issue_form_with_its_challenge_and_phase(page, site_url):
+    """The form's fields are answered from the query by their ids (.github/ISSUE_TEMPLATE/submission.yml)."""
+    page.get(f"{site_url}{CHALLENGE}/")
+    links = wait_for(page, "a.submit-issue-form")
+    assert len(links) == 1  # final-test only: new-scanner takes no submissions
+    address = urlsplit(links[0].get_attribute("href"))
+    assert f"{address.scheme}://{address.netloc}{address.path}" == f"{GITHUB}/issues/new"
+    assert parse_qs(address.query) == {"template": ["submission.yml"], "challenge": [CHALLENGE], "phase": [PHASE]}
+    page.get(f"{site_url}lung-cancer-prediction/")  # a predictions phase: the form cannot carry its file
+    wait_for(page, "h2#phases")
+    assert not page.find_elements(By.CSS_SELECTOR, "a.submit-issue-form")

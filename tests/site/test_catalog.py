@@ -233,9 +233,41 @@ def test_feeds_of_new_challenges_and_of_deadlines_within_two_weeks(catalog_repo)
     assert links["Benchmark 004"] == "https://example.org/c/4" and links["Benchmark 000"] == "../challenge-000/"
     due = parse_feed(stage / "feeds" / "deadlines.xml")
     # The active ones end i + 1 days from now (0, 3, 6, 9), the newest in the window first.
-    assert titles(due) == [f"Benchmark {i:03d}: ends {(TODAY + dt.timedelta(days=i + 1)):%Y-%m-%d} 23:59 UTC"
-                           for i in (9, 6, 3, 0)]
-    assert parse_feed(stage / "feeds" / "deadlines.xml").find(f"{A}updated").text == "2026-05-28T23:59:00Z"
+    assert [t for t in titles(due) if "ends" in t] == [
+        f"Benchmark {i:03d}: Challenge ends {(TODAY + dt.timedelta(days=i + 1)):%Y-%m-%d} 23:59 UTC"
+        for i in (9, 6, 3, 0)]
+    # The upcoming ones start i % 30 + 1 days from now: those within two weeks (1, 4, 7, 10) are milestones too.
+    assert sorted(t for t in titles(due) if "starts" in t) == [
+        f"Benchmark {i:03d}: Challenge starts {(TODAY + dt.timedelta(days=i + 1)):%Y-%m-%d} 00:00 UTC"
+        for i in (1, 4, 7, 10)]
+    assert parse_feed(stage / "feeds" / "deadlines.xml").find(f"{A}updated").text == "2026-05-29T00:00:00Z"
+
+
+def test_milestones_are_in_the_timeline_its_countdown_and_the_deadlines_feed(repo):
+    """L2L's timeline: data release, report deadline and results announcement are dated fields, shown with
+    the phases' windows on the challenge page (a countdown on the next one) and in the deadlines feed."""
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", data_release_date="2026-06-03",
+              report_deadline_at="2026-06-10", results_announcement_date="2026-09-28")
+    assert not check(Store(repo)).problems
+    stage = stage_of(repo, now=NOW)
+    page = (stage / CHALLENGE / "index.md").read_text()
+    timeline = page[page.index("## Timeline"):page.index("## Phases")]
+    rows = re.findall(r"^\| (\d{4}-\d\d-\d\d \d\d:\d\d) \| ([^|<]+?)(?: <span|\s*\|)", timeline, re.M)
+    assert ("2026-06-03 00:00", "Data release") in rows and ("2026-06-10 23:59", "Method reports due") in rows
+    assert ("2026-09-28 00:00", "Results announced") in rows and ("2027-12-31 23:59", "Challenge ends") in rows
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)  # in time order
+    assert re.findall(r"(\S+ \S+) <span class=\"countdown\" data-until=\"([^\"]+)\"", timeline) == [
+        ("Data release", "2026-06-03T00:00:00+00:00")]  # the next one, and only it
+    due = titles(parse_feed(stage / "feeds" / "deadlines.xml"))
+    assert "Ellipsoid Segmentation: Data release 2026-06-03 00:00 UTC" in due
+    assert "Ellipsoid Segmentation: Method reports due 2026-06-10 23:59 UTC" in due
+    assert not any("Results announced" in t for t in due)  # months away
+
+
+def test_results_cannot_be_announced_before_the_data_is_released(repo):
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", data_release_date="2026-06-03",
+              results_announcement_date="2026-05-01")
+    assert any("results_announcement_date: is before data_release_date" in str(p) for p in check(Store(repo)).problems)
 
 
 def test_feeds_do_not_change_when_nothing_changed(catalog_repo):

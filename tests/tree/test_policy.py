@@ -10,6 +10,7 @@ import pytest
 from runner.tree.model import Result, RunRecord, SubmissionDetails
 from runner.tree.policy import (
     EVALUATION_FAILED,
+    not_by_form,
     not_runnable,
     public_record,
     shown_details,
@@ -123,3 +124,12 @@ def test_a_submissions_comment_link_and_pdf_show_where_the_phase_shows_them(phas
     assert (shown.comment, shown.supplementary_url, shown.supplementary, shown.supplementary_sha256) == (
         "fold 2", "https://arxiv.org/abs/1", None, None)
     assert shown.title == "T"
+
+
+def test_the_issue_form_carries_an_image_and_nothing_a_phase_requires_beside_it(repo, phase):
+    assert not_by_form(phase()) is None
+    assert not_by_form(phase(supplementary_file_choice="required")) == "a PDF describing the method beside the file"
+    assert not_by_form(phase(supplementary_file_choice="off", supplementary_url_choice="required",
+                             supplementary_url_label="your preprint")) == \
+        "a link to your preprint"
+    assert not_by_form(Store(repo).phase("lung-cancer-prediction", "stage1")) == "a predictions or metrics file"
