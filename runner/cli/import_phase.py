@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from runner.errors import printable
 from runner.tree.check import check
 from runner.tree.gc_export import imported_phase, read_export
 from runner.tree.located import ModelError
@@ -37,7 +38,7 @@ def cmd_import_phase(args: argparse.Namespace) -> int:
     target.write_text(phase.yaml(), encoding="utf-8")
     out.print(f"wrote {target}", markup=False)
     for dropped in phase.dropped:
-        out.print(f"not carried: {dropped.option}: {dropped.why}", markup=False)
+        out.print(f"not carried: {printable(dropped.option, 200)}: {dropped.why}", markup=False)  # the export's key
     problems = _problems(store, target)
     for problem in problems:
         out.print(str(problem), markup=False)

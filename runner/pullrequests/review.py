@@ -27,7 +27,10 @@ from runner.tree.store import Store
 
 VERDICT_MARKER = "<!-- challenge-bot:verdict -->"
 LABELS = {"valid": "submission: valid", "invalid": "submission: invalid", "registration": "registration",
-          "listing": "catalog: listing"}
+          "listing": "catalog: listing", "report": "method report"}
+# What the review merges once valid: a submission (then evaluated) and a method report (a PDF beside a result,
+# which changes no score and needs no organizer); an organizer merges registrations and listings.
+MERGED_KINDS = {"submission": "Submission", "report": "Method report"}
 NOTE_LABEL = "organizers: same image"  # beside the verdict's label, while the verdict has notes
 FORM_BRANCH = "issue-submission/"  # and an issue's number: the branch of the submission its form asked for
 ISSUE_BRANCH = re.compile(rf"{FORM_BRANCH}(?P<issue>[1-9][0-9]{{0,9}})")  # no leading zero: one name per issue
@@ -80,11 +83,12 @@ def judged_author(hub: GitHub, pr: PullRequest) -> str:
 
 
 def _merge(hub: GitHub, pr: PullRequest, verdict: Verdict) -> tuple[str | None, str]:
-    """Merge a valid submission at the judged commit: the merge commit, or why it failed."""
-    if not (verdict.ok and verdict.kind == "submission"):
+    """Merge a valid submission or method report at the judged commit: the merge commit, or why it failed."""
+    if not (verdict.ok and verdict.kind in MERGED_KINDS):
         return None, ""
     try:
-        return hub.merge(pr.number, sha=pr.head_sha, title=f"Submission {verdict.path} (#{pr.number})",
+        title = f"{MERGED_KINDS[verdict.kind]} {verdict.path} (#{pr.number})"
+        return hub.merge(pr.number, sha=pr.head_sha, title=title,
                          message=f"Validated at {pr.head_sha} and merged by the review workflow."), ""
     except GitHubError as exc:
         return None, str(exc)
@@ -101,7 +105,7 @@ def _stale(pr: PullRequest, head_sha: str, base: str) -> str:
 
 
 def _label(verdict: Verdict) -> str:
-    if verdict.kind in ("registration", "listing") and verdict.ok:  # an organizer merges these
+    if verdict.kind in ("registration", "listing", "report") and verdict.ok:  # labelled by kind, not as valid
         return LABELS[verdict.kind]
     return LABELS["valid" if verdict.ok else "invalid"]
 
@@ -118,8 +122,13 @@ def verdict_comment(verdict: Verdict, *, merged: str | None = None, merge_error:
         return (f"### ✅ Listing {code_span(verdict.path or '')} is complete\n\n"
                 "An organizer reviews it and merges this pull request to add the challenge to the catalog.")
     if merge_error:
-        return (f"### ✅ Submission {code_span(verdict.path or '')} is valid, but could not be merged\n\n"
+        what = MERGED_KINDS.get(verdict.kind, "Submission")
+        return (f"### ✅ {what} {code_span(verdict.path or '')} is valid, but could not be merged\n\n"
                 f"{merge_error}\n\nAn organizer will look at it.")
+    if verdict.kind == "report":
+        state = f"Merged as {merged[:12]}" if merged else "Valid; it will be merged"
+        return (f"### ✅ Method report {code_span(verdict.path or '')} accepted\n\n{state}. The result page links "
+                "it once the site is rebuilt; the submission is not evaluated again.")
     state = f"Merged as {merged[:12]} and queued for evaluation" if merged else "Valid; it will be merged"
     standing = _standing(verdict.standing) if verdict.standing else ""
     return (f"### ✅ Submission {code_span(verdict.path or '')} accepted\n\n{state}. "

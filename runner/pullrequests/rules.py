@@ -27,12 +27,13 @@ from runner.tree.model import (
     Phase,
     Submission,
     load_challenge,
+    load_report,
     load_submission,
 )
-from runner.tree.paths import CHALLENGES, IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
+from runner.tree.paths import CHALLENGES, IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, REPORT_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
-from runner.tree.policy import when, window
+from runner.tree.policy import report_window, when, window
 from runner.tree.references import image_refusal
 from runner.tree.scaffold import MAX_SLUG
 from runner.tree.sharing import algorithm_identity, describe, same_image
@@ -62,7 +63,7 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # submission, registration, or unknown (neither could be found)
+    kind: str  # submission, report (a method report added later), registration, listing, or unknown (none found)
     path: str | None
     problems: tuple[str, ...]
     notes: tuple[str, ...] = ()  # for organizers, never a refusal (the same image as another participant's)
@@ -101,6 +102,8 @@ def _verdict(store: Store, proposal: Proposal, *, now: dt.datetime, allow_local_
     if match := LISTING_PATH.fullmatch(target.path):
         problems = _listing(store, proposal, target, match["challenge"])
         return Verdict("listing", target.path, (*_others(proposal.changes, target), *problems))
+    if match := REPORT_PATH.fullmatch(target.path):
+        return Verdict("report", target.path, tuple(_report(store, proposal, target, match, now)))
     refusals = tuple(_submission(store, proposal, target, now, allow_local_images))
     if refusals:
         return Verdict("submission", target.path, refusals)
@@ -127,7 +130,8 @@ def _target(changes: tuple[Change, ...]) -> Change | None:
 
 
 def _proposed(change: Change) -> bool:
-    return any(pattern.fullmatch(change.path) for pattern in (SUBMISSION_PATH, REGISTRATION_PATH, LISTING_PATH))
+    return any(pattern.fullmatch(change.path)
+               for pattern in (SUBMISSION_PATH, REPORT_PATH, REGISTRATION_PATH, LISTING_PATH))
 
 
 def _unknown(changes: tuple[Change, ...]) -> list[str]:
@@ -180,7 +184,8 @@ def _submission(store: Store, proposal: Proposal, target: Change, now: dt.dateti
         submission, content = None, [str(exc)]
     return [*_others(proposal.changes, target, _companions(target.path, submission)),
             *_identity(store, slug, participant, proposal.author),
-            *_registered(store, store.challenge(slug), proposal.author, now), *content,
+            *_verified(store.challenge(slug), phase), *_registered(store, store.challenge(slug), proposal.author, now),
+            *content,
             *_window(phase, now), *_parent(store, phase, participant), *_limit(store, phase, participant, sub_id, now)]
 
 
@@ -342,7 +347,71 @@ def _standing_after(store: Store, target: Change, now: dt.datetime) -> str:
     return after.line(phase, match["participant"], now)
 
 
+# --- method reports --------------------------------------------------------------------------------
+
+
+def _report(store: Store, proposal: Proposal, target: Change, match: re.Match[str], now: dt.datetime) -> list[str]:
+    """A method report added to a submission of the author's with a succeeded result, while the phase takes
+    reports: the report file and the PDF it pins beside it, nothing else. The submission and its result stay
+    as they are (the runner evaluated and signed them), so nothing is evaluated again and both still verify."""
+    slug, participant, sub_id = match["challenge"], match["participant"], match["id"]
+    if problems := _report_change(target) or _where(store, slug, match["phase"]):
+        return [*_others(proposal.changes, target), *problems]
+    phase = store.phase(slug, match["phase"])
+    companions: tuple[str, ...] = ()  # the PDF the report pins, the one other file it may add
+    try:
+        report = proposed_file(proposal, target.path, load_report)
+        name, companions = report.file, (str(PurePosixPath(target.path).parent / report.file),)
+        problem = supplementary_problem(_companion(store, proposal, target.path, name), report.sha256, name=name)
+        content = [f"{target.path}: {problem.field}: {problem.message}"] if problem else []
+    except ModelError as exc:
+        content = [str(exc)]
+    return [*_others(proposal.changes, target, companions), *_identity(store, slug, participant, proposal.author),
+            *_evaluated(store, phase, participant, sub_id), *content, *_report_window(phase, now)]
+
+
+def _report_change(target: Change) -> list[str]:
+    """A report is added, or replaced (with a PDF of a new name) while the phase takes reports; never removed."""
+    if target.status in ("added", "modified"):
+        return []
+    return [f"{target.path}: this pull request {'removes' if target.status == 'removed' else 'renames'} it; a "
+            "method report is added or replaced, never removed or moved"]
+
+
+def _evaluated(store: Store, phase: Phase, participant: str, sub_id: str) -> list[str]:
+    """A report describes a submission that was evaluated: its file is merged and its result succeeded."""
+    paths = store.paths
+    where = f"{participant}/{sub_id} in phase {phase.title!r}"
+    if not paths.submission_file(phase.challenge, phase.slug, participant, sub_id).is_file():
+        return [f"there is no submission {where}: a method report is added to a merged submission of yours, "
+                f"named after it (submissions/{phase.slug}/{participant}/{sub_id}.yml)"]
+    path = paths.result_file(phase.challenge, phase.slug, participant, sub_id)
+    try:
+        result = store.read_result(path) if path.is_file() else None
+    except (ModelError, OSError, UnicodeDecodeError):
+        result = None
+    if result is None or not store.admits(result, path):
+        return [f"submission {where} has no result yet: add its method report once it is evaluated"]
+    if result.status != "succeeded":
+        return [f"submission {where} failed; a method report describes a submission with a succeeded result"]
+    return []
+
+
+def _report_window(phase: Phase, now: dt.datetime) -> list[str]:
+    state = report_window(phase, now)
+    return [] if state.open else [state.reason]
+
+
 # --- registrations -----------------------------------------------------------------------------
+
+
+def _verified(challenge: Challenge, phase: Phase) -> list[str]:
+    """A phase that takes only verified participants (creator_must_be_verified) in a challenge that registers
+    nobody: refused until the organizers require registration (`challenge check` says so too), never let through."""
+    if phase.creator_must_be_verified and challenge.registration != "required":
+        return [f"phase {phase.title!r} takes submissions only from verified participants, and challenge "
+                f"{challenge.name!r} registers nobody: its organizers must set registration: required"]
+    return []
 
 
 def _registered(store: Store, challenge: Challenge, author: str, now: dt.datetime) -> list[str]:

@@ -51,6 +51,7 @@ class PhaseFacts:
     form: str
     paper: str | None  # "required" or "optional" where the phase takes a PDF describing the method
     link: str | None  # the same, where the phase takes a supplementary URL
+    reports: str | None  # until when, and how, a method report may be added to an evaluated submission
     extras: tuple[Extra, ...]  # what the How to submit box explains beside the file
     resources: str | None
     ranking: str
@@ -73,6 +74,7 @@ def phase_facts(challenge: Challenge, phase: Phase, *, parents: dict[str, Phase]
         phase=phase, window=_window(phase), countdown=_next_moment(phase, now), limit=_limit(phase),
         parent_title=parent.title if parent else phase.parent, registration=_registration(challenge),
         form=_form(phase), paper=_paper(phase), link=_choice(phase.supplementary_url_choice), extras=_extras(phase),
+        reports=_reports(challenge, phase),
         resources=_resources(phase) if phase.runs_algorithms else None,
         ranking=ranking, visibility=_visibility(phase), path=path, yaml=yaml,
         submit=_submit(repo, challenge, phase, yaml) if repo and window(phase, now).open else None,
@@ -148,6 +150,17 @@ def _paper(phase: Phase) -> str | None:
     return _choice(phase.supplementary_file_choice)
 
 
+def _reports(challenge: Challenge, phase: Phase) -> str | None:
+    """Until when the phase takes method reports after submitting (it may be after it closes), and how."""
+    closes = phase.method_reports_close_at
+    if closes is None:
+        return None
+    folder = f"{CHALLENGES}/{challenge.slug}/reports/{phase.slug}/<your login or team>"
+    return (f"until {closes:{STAMP}}, for a submission with a succeeded result: a pull request adding "
+            f"`{folder}/<id>.yml` (`file: <name>.pdf`, `sha256: <its sha256>`, for submission `<id>`) and the PDF "
+            "beside it; the submission is not evaluated again")
+
+
 def _choice(choice: str) -> str | None:
     return None if choice == "off" else choice
 
@@ -161,7 +174,7 @@ def _extras(phase: Phase) -> tuple[Extra, ...]:
         found.append(Extra("supplementary_url", phase.supplementary_url_label, link, phase.supplementary_url_help_text))
     if phase.allow_submission_comments:
         shown = ("shown on your result's page" if phase.display_submission_comments
-                 else "for you and the organizers; the site does not show it")
+                 else "not shown on the site (it stays public in the repository, as the whole file)")
         found.append(Extra("comment", "Comment", "optional", f"at most {MAX_COMMENT} characters, {shown}"))
     return tuple(found)
 
@@ -284,6 +297,9 @@ def milestones(challenge: Challenge, phases: Iterable[Phase]) -> list[Milestone]
         if phase.submissions_close_at:  # keyed by the phase alone, as the feed named closings before
             found.append(Milestone(phase.slug, f"{phase.title}: submissions close", phase.submissions_close_at,
                                    phase.slug))
+        if phase.method_reports_close_at:
+            found.append(Milestone(f"{phase.slug}/reports", f"{phase.title}: method reports due",
+                                   phase.method_reports_close_at, phase.slug))
     return sorted(found, key=lambda m: (m.at, m.what))
 
 

@@ -44,7 +44,7 @@ from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.facts import JobDuration, average_job_duration, milestones, next_milestone, phase_facts, size_text
 from runner.site.reference import reference_markdown
-from runner.tree.details import submission_details, supplementary_file
+from runner.tree.details import method_reports, submission_details, supplementary_file
 from runner.tree.exclusions import ranking_exclusions, short
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import (
@@ -160,7 +160,10 @@ def environment(templates: Path) -> jinja2.Environment:
 
 
 def href(url: str) -> str:
-    """A URL safe as a Markdown link target inside a table cell (no bracket, pipe or space ends it)."""
+    """A web address safe as a Markdown link target inside a table cell (no bracket, pipe or space ends it);
+    anything but http(s) (a hand-edited record's javascript:) becomes an empty target."""
+    if not url.lower().startswith(("https://", "http://")):
+        return ""
     return quote(url, safe=":/?#[]@!$&'*+,;=%~-._")
 
 
@@ -370,15 +373,18 @@ def run_command(result: Result) -> str:
 def _submission_details(run: _Run, phase: Phase, viewer: Path,
                         results: list[Result]) -> tuple[dict[str, SubmissionDetails], set[str]]:
     """Each result's submission details as the phase shows them (participant/id -> details, empty ones left out),
-    and the results whose supplementary PDF is published beside their JSON in `viewer` (as pinned, or not at all)."""
+    and the results whose supplementary PDF is published beside their JSON in `viewer` (as pinned, or not at all):
+    its method report where one was added after the evaluation (the newer PDF), else the submission's own."""
     store, about, pdfs = run.history.store, {}, set()
+    reports = method_reports(store, phase.challenge, phase.slug) if phase.show_supplementary_file_link else {}
     for result in results:
-        details = submission_details(store, result)
-        if details is None or (details := shown_details(phase, details)).empty:
-            continue
         key = f"{result.participant}/{result.submission}"
-        about[key] = details
-        if pdf := supplementary_file(store, result, details):
+        found = submission_details(store, result)
+        details = shown_details(phase, found) if found is not None else None
+        if details is not None and not details.empty:
+            about[key] = details
+        own = supplementary_file(store, result, details) if details is not None else None
+        if pdf := reports.get(key) or own:
             run.wanted[viewer / result.participant / f"{result.submission}.supplementary.pdf"] = pdf.read_bytes()
             pdfs.add(key)
     return about, pdfs

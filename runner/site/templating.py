@@ -12,6 +12,7 @@ there, and what organizers write as Markdown or the code itself writes as Markdo
 
 from __future__ import annotations
 
+import html
 import xml.etree.ElementTree as etree
 from collections.abc import Callable
 from pathlib import Path
@@ -59,7 +60,9 @@ class _SafeLinks:
         for element in root.iter():
             for name in ("href", "src"):
                 value = element.get(name)
-                if value is not None and urlsplit(value.strip()).scheme.lower() not in LINK_SCHEMES:
+                # Judged as the browser reads it: Markdown leaves entities (&#106;avascript:) for the browser to
+                # decode, once; urlsplit then drops the tabs and newlines the browser ignores in a scheme.
+                if value is not None and urlsplit(html.unescape(value).strip()).scheme.lower() not in LINK_SCHEMES:
                     del element.attrib[name]
 
 

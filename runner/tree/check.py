@@ -35,11 +35,13 @@ from runner.tree.model import (
     load_challenge,
     load_exclusions,
     load_phase,
+    load_report,
     load_result,
     load_submission,
     scored_document,
     unwritten_runner_path,
 )
+from runner.tree.paths import companion_file
 from runner.tree.people import load_registration, load_teams
 from runner.tree.policy import closed_for_good, withholds
 from runner.tree.records import GITHUB
@@ -49,7 +51,7 @@ from runner.tree.sealing import SSH_KINDS, SealError, recipient
 from runner.tree.sharing import describe, shared_images
 from runner.tree.store import Store
 
-KNOWN = "a challenge, phase, submission, result, approvals, exclusions, teams or registration file"
+KNOWN = "a challenge, phase, submission, method report, result, approvals, exclusions, teams or registration file"
 MAX_SUGGESTED_PATHS = 2000  # leaf paths gathered from results for a "did you mean"
 
 
@@ -99,6 +101,8 @@ def kind_of(store: Store, path: Path) -> str | None:
         return "submission"
     if folder == "results" and suffix == ".json":
         return "result"
+    if folder == "reports" and suffix == ".yml":
+        return "report"
     flat = {"phases": "phase", "approvals": "approvals", "exclusions": "exclusions", "registrations": "registration"}
     return flat.get(folder) if len(parts) == 3 and suffix == ".yml" else None
 
@@ -113,7 +117,7 @@ class _Checker:
         self.handlers: dict[str, Callable[[Path], object]] = {
             "challenge": self.challenge, "phase": self.phase, "submission": self.submission,
             "result": load_result, "approvals": self.approvals, "exclusions": self.exclusions, "teams": self.teams,
-            "registration": self.registration}
+            "registration": self.registration, "report": self.method_report}
 
     def file(self, kind: str, path: Path) -> None:
         try:
@@ -296,6 +300,22 @@ class _Checker:
         data = found.read_bytes() if found is not None else None
         if problem := supplementary_problem(data, pinned.sha256, name=pinned.file):
             self.problem(path, ("supplementary", problem.field), problem.message)
+
+    def method_report(self, path: Path) -> None:
+        """A method report: where it sits names a submission that is there, and its PDF is beside it as pinned.
+        Who added it, when and to what result the pull-request rules judged before it was merged."""
+        parts = path.relative_to(self.store.base).parts
+        if len(parts) != 5:
+            return self.problem(path, None, "a method report must sit at challenges/<challenge>/reports/<phase>/"
+                                            "<participant>/<id>.yml, named after its submission")
+        slug, _, phase, participant, _ = parts
+        report = load_report(path)
+        if not self.store.paths.submission_file(slug, phase, participant, path.stem).is_file():
+            self.problem(path, None, f"there is no submission {participant}/{path.stem} in phase {phase!r} "
+                                     "for this method report to describe")
+        found = companion_file(path.parent, report.file)
+        if problem := supplementary_problem(found.read_bytes() if found else None, report.sha256, name=report.file):
+            self.problem(path, (problem.field,), problem.message)
 
     def same_images(self) -> None:
         """A warning at each submission whose image another participant submitted too (for organizers

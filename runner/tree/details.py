@@ -1,5 +1,5 @@
-"""A submission's details (title, description, links, supplementary PDF) as leaderboards and result
-pages show them, and the rules on its supplementary PDF.
+"""A submission's details (title, description, links, supplementary PDF, method report) as leaderboards and
+result pages show them, and the rules on its supplementary PDF (a method report's too).
 
 Where they come from is argued in `model.SubmissionDetails`: the result carries a copy, and only a
 result written before the runner made that copy sends the site to its submission file. The
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.tree.located import ModelError
-from runner.tree.model import Result, SubmissionDetails, details_of
+from runner.tree.model import Result, SubmissionDetails, details_of, load_report
 from runner.tree.paths import companion_file
 from runner.tree.store import Store
 
@@ -42,12 +42,31 @@ def supplementary_file(store: Store, result: Result, details: SubmissionDetails)
     """The supplementary PDF committed beside the result's submission, if it is there as pinned."""
     if not details.supplementary:
         return None
-    path = companion_file(store.paths.submissions(result.challenge) / result.phase / result.participant,
-                          details.supplementary)
+    folder = store.paths.submissions(result.challenge) / result.phase / result.participant
+    return _pinned(folder, details.supplementary, details.supplementary_sha256 or "")
+
+
+def method_reports(store: Store, slug: str, phase: str) -> dict[str, Path]:
+    """The method reports added to the phase's submissions after their evaluation (participant/id -> the PDF),
+    each where its PDF is there as pinned; one listing of the phase's reports folder, not one look per result."""
+    found = {}
+    for path in sorted(store.paths.reports(slug, phase).glob("*/*.yml")):
+        try:
+            report = load_report(path)
+        except (ModelError, OSError, UnicodeDecodeError):
+            continue  # `challenge check` names what is wrong with it
+        if pdf := _pinned(path.parent, report.file, report.sha256):
+            found[f"{path.parent.name}/{path.stem}"] = pdf
+    return found
+
+
+def _pinned(folder: Path, name: str, sha256: str) -> Path | None:
+    """The PDF `name` in `folder` if it is there as pinned by `sha256`, else None."""
+    path = companion_file(folder, name)
     if path is None:
         return None
     data = path.read_bytes() if path.stat().st_size <= SUPPLEMENTARY_MAX_BYTES else b""
-    return path if supplementary_problem(data, details.supplementary_sha256 or "") is None else None
+    return path if supplementary_problem(data, sha256) is None else None
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ def read_export(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:  # nested deeper than any export: the parser gives up
+        raise ExportError(f"{path}: nested too deeply to be a phase export") from None
     except UnicodeDecodeError:
         raise ExportError(f"{path}: not UTF-8 text") from None
     records = data if isinstance(data, list) else [data]

@@ -109,7 +109,7 @@ SUPPLEMENTARY_SUFFIX = ".pdf"
 
 
 def _url(value: str) -> str:
-    if not URL.fullmatch(value) or printable(value) != value:
+    if not URL.fullmatch(value) or printable(value, len(value) + 1) != value:  # whole: printable cuts at 1,000
         raise refuse(f"{printable(value, 200)!r} is not a web address (http:// or https://...)")
     return value
 
@@ -417,6 +417,12 @@ class PhaseOptions:
     submissions_close_at: Annotated[Closing | None, meta(
         "When submissions close; a date alone closes at the end of that day (UTC). Unset: never. A blind "
         "phase shows its scores from then on.", gc="submissions_close_at")] = None
+    method_reports_close_at: Annotated[Closing | None, meta(
+        "Until when a participant may add a method report (a PDF pinned by sha256) to a submission of theirs that "
+        "has a succeeded result, by a pull request adding reports/<phase>/<participant>/<id>.yml and the PDF "
+        "beside it; it may be after submissions_close_at (a short paper once the test phase closed). A date alone "
+        "closes at the end of that day (UTC). Needs supplementary_file_choice optional or required, whose label "
+        "and link settings the report shares. Unset: no reports after submitting.")] = None
     score_decimal_places: Annotated[Whole, meta("Decimal places shown for the score.", gc="score_decimal_places",
                                                 ge=0, le=12)] = 4
     extra_results_columns: Annotated[tuple[Column, ...], meta(
@@ -661,7 +667,7 @@ ARCHIVE_SCHEMES = ("https", "http", "file")
 
 
 def _archive_url(value: str) -> str:
-    if printable(value) != value:  # a control or format character: it would reach terminals and logs as it is
+    if printable(value, len(value) + 1) != value:  # a control or format character would reach terminals and logs
         raise refuse(f"{printable(value, 200)!r} holds a control or format character")
     parts = urlsplit(value)
     if parts.scheme not in ARCHIVE_SCHEMES or not parts.path.strip("/"):
@@ -749,6 +755,27 @@ class Submission(SubmissionFields):
     def supplementary_path(self) -> Path | None:
         """The supplementary PDF beside the submission file; None if there is no such regular file."""
         return companion_file(self.path.parent, self.supplementary.file) if self.supplementary else None
+
+
+# --- reports/<phase>/<participant>/<id>.yml ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodReport:
+    """reports/<phase>/<participant>/<id>.yml: a method report, the PDF describing the method, added to the
+    submission <id> once it has a succeeded result, while the phase's method_reports_close_at is ahead. It is a
+    file of its own, not an edit of the submission file: that file stays as the runner evaluated and signed it."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = STRICT
+    file: Annotated[FileName, meta(f"The PDF's name ({SUPPLEMENTARY_SUFFIX}), in this file's folder.")]
+    sha256: Annotated[Sha256, meta("The PDF's sha256, 64 lowercase hex digits (sha256sum FILE).")]
+
+
+def load_report(path: Path) -> MethodReport:
+    """A method report file, held to the participant policy (a participant writes it)."""
+    return parse(participant_yaml(path), MethodReport, checks=lambda report, invalid: (
+        [] if "file" in invalid or report.file.lower().endswith(SUPPLEMENTARY_SUFFIX)
+        else [(("file",), f"must name a PDF ({SUPPLEMENTARY_SUFFIX})")]))
 
 
 # --- results/<phase>/<participant>/<id>.json (written by the runner) --------------------------
@@ -1082,6 +1109,7 @@ def _phase_issues(phase: PhaseFile, slug: str) -> Iterator[Issue]:
     opens, closes = phase.submissions_open_at, phase.submissions_close_at
     if opens and closes and closes <= opens:
         yield ("submissions_close_at",), "is not after submissions_open_at"
+    yield from _report_issues(phase)
     if phase.parent == slug:
         yield ("parent",), "a phase cannot be its own parent"
     yield from _ranking_metric_issues(phase)
@@ -1091,6 +1119,16 @@ def _phase_issues(phase: PhaseFile, slug: str) -> Iterator[Issue]:
     if phase.scoring_method_choice in CASE_METHODS and not phase.score_case_jsonpath:
         yield ("scoring_method_choice",), (f"{phase.scoring_method_choice} ranks per case: set score_case_jsonpath "
                                            "to the per-case values of the score, e.g. case.*.dice")
+
+
+def _report_issues(phase: PhaseFile) -> Iterator[Issue]:
+    """A method report is the phase's supplementary PDF added later: the phase must take one, and after it closes."""
+    reports, closes = phase.method_reports_close_at, phase.submissions_close_at
+    if reports and phase.supplementary_file_choice == "off":
+        yield ("method_reports_close_at",), ("a method report is a supplementary PDF: set supplementary_file_choice "
+                                             "to optional (or required)")
+    if reports and closes and reports <= closes:
+        yield ("method_reports_close_at",), "is not after submissions_close_at"
 
 
 def _training_issues(phase: PhaseFile) -> Iterator[Issue]:

@@ -7,6 +7,7 @@
     challenges/<challenge>/phases/<phase>.yml
     challenges/<challenge>/submissions/<phase>/<participant>/<id>.yml
     challenges/<challenge>/results/<phase>/<participant>/<id>.json
+    challenges/<challenge>/reports/<phase>/<participant>/<id>.yml   a method report added to submission <id>
     challenges/<challenge>/approvals/<phase>.yml
     challenges/<challenge>/teams.yml
     challenges/<challenge>/registrations/<login>.yml
@@ -29,6 +30,10 @@ RESULT_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>
 # The sealed parts beside a public record (tree/records.py): the whole result, a debugging phase's logs.
 SEALED_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/results/(?P<phase>[^/]+)/"
                          r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.(sealed|logs)\.age")
+# A method report added to a submission with a result: its own folder, never read as a submission (ids may
+# hold dots, so a name beside the submission like <id>.report.yml would be one) nor one evaluated again.
+REPORT_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/reports/(?P<phase>[^/]+)/"
+                         r"(?P<participant>[^/]+)/(?P<id>[^/]+)\.yml")
 REGISTRATION_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/registrations/(?P<login>[^/]+)\.yml")
 LISTING_PATH = re.compile(rf"{CHALLENGES}/(?P<challenge>[^/]+)/challenge\.yml")  # a catalog entry, proposed
 RESULT_GLOB = f"{CHALLENGES}/*/results/*/*/*.json"
@@ -36,7 +41,7 @@ IN_RESULTS = re.compile(rf"{CHALLENGES}/[^/]+/results/")  # anything under a cha
 SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
 # A challenge's folders that hold data or code, not pages of its site.
 NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",
-                       "registrations"})
+                       "registrations", "reports"})
 
 
 def companion_file(folder: Path, name: str) -> Path | None:
@@ -83,6 +88,12 @@ class TreePaths:
 
     def submission_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
         return self._at(slug, "submissions", phase, participant, f"{sub_id}.yml")
+
+    def reports(self, slug: str, phase: str) -> Path:
+        return self._at(slug, "reports", phase)
+
+    def report_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
+        return self._at(slug, "reports", phase, participant, f"{sub_id}.yml")
 
     def results(self, slug: str, phase: str) -> Path:
         return self._at(slug, "results", phase)

@@ -1,9 +1,9 @@
 """What a phase allows now: whether it takes submissions, and what may be shown of a result.
 
-The one home of these rules. The pull-request rules ask `window` and `allowance`; the site, the pull-request
-comments and the leaderboard command ask `visibility`, and the store writes each result's public
-record through `public_record`, so no two of them can disagree about a blind phase, an unapproved
-result or a phase that shows only its leaderboard's columns.
+The one home of these rules. The pull-request rules ask `window` (submissions), `report_window` (method
+reports added later) and `allowance`; the site, the pull-request comments and the leaderboard command ask
+`visibility`, and the store writes each result's public record through `public_record`, so no two of them
+can disagree about a blind phase, an unapproved result or a phase that shows only its leaderboard's columns.
 
 What always stays public of a result: who submitted what (the submission is a public pull
 request anyway), when, its status and a failure's one-line reason: the pull-request rules need the
@@ -41,6 +41,20 @@ def window(phase: Phase, now: dt.datetime) -> Window:
         return Window(False, f"phase {phase.title!r} opens on {when(phase.submissions_open_at, now)}")
     if phase.submissions_close_at and now >= phase.submissions_close_at:
         return Window(False, f"phase {phase.title!r} closed on {when(phase.submissions_close_at, now)}")
+    return Window(True)
+
+
+def report_window(phase: Phase, now: dt.datetime) -> Window:
+    """Whether the phase takes method reports at `now` (added to submissions with a result, so the submission
+    window does not matter: reports may come after it closes), and if not, why."""
+    closes = phase.method_reports_close_at
+    if not phase.public:
+        return Window(False, f"phase {phase.title!r} is not public (public: false): it takes no method reports")
+    if closes is None:  # set, it needs supplementary_file_choice on (the phase file's rule)
+        return Window(False, f"phase {phase.title!r} takes no method reports after submitting (it sets no "
+                             "method_reports_close_at): add the PDF to a new submission as its supplementary file")
+    if now >= closes:
+        return Window(False, f"phase {phase.title!r} took method reports until {when(closes, now)}")
     return Window(True)
 
 

@@ -12,7 +12,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from runner.tree.model import ApprovalsFile, Challenge, ExclusionsFile, PhaseFile, SubmissionFile
+from runner.tree.model import ApprovalsFile, Challenge, ExclusionsFile, MethodReport, PhaseFile, SubmissionFile
 from runner.tree.people import Registration, TeamsFile
 from runner.tree.schema_parse import json_schema as derived
 
@@ -32,6 +32,7 @@ KINDS = (
     Kind("challenge", "challenges/<challenge>/challenge.yml", Challenge),
     Kind("phase", "challenges/<challenge>/phases/<phase>.yml", PhaseFile),
     Kind("submission", "challenges/<challenge>/submissions/<phase>/<participant>/<id>.yml", SubmissionFile),
+    Kind("report", "challenges/<challenge>/reports/<phase>/<participant>/<id>.yml", MethodReport),
     Kind("teams", "challenges/<challenge>/teams.yml", TeamsFile),
     Kind("registration", "challenges/<challenge>/registrations/<login>.yml", Registration),
     Kind("approvals", "challenges/<challenge>/approvals/<phase>.yml", ApprovalsFile),

@@ -81,6 +81,17 @@ def test_an_export_that_is_not_json_is_one_line(repo, tmp_path, capsys):
         1, f"error: {export}:1: not JSON: Expecting property name enclosed in double quotes\n")
 
 
+def test_an_export_nested_too_deeply_or_with_terminal_escapes_is_one_line(repo, tmp_path, capsys):
+    export = tmp_path / "deep.json"
+    export.write_text("[" * 100_000)
+    code, _, err = run(repo, capsys, str(export), "--challenge", CHALLENGE)
+    assert code == 1 and err == f"error: {export}: nested too deeply to be a phase export\n"
+    export.write_text(json.dumps({"slug": "escaped", "title": "Escaped", "\x1b[2Jcleared": 1}))
+    _, printed, _ = run(repo, capsys, str(export), "--output", str(tmp_path / "escaped.yml"))
+    assert not any("\x1b" in line for line in printed)
+    assert any(line.startswith("not carried: \\x1b[2Jcleared: ") for line in printed)
+
+
 def test_the_organizers_guide_imports_a_phase_as_written(tmp_path):
     """The guide's block, run as `test_documents` runs it, after the guide's `challenge new` (no Docker needed)."""
     [block] = [b for b in blocks(REPO / "challenges" / "organizers.md") if "challenge import-phase" in b.text]

@@ -145,3 +145,12 @@ def test_a_link_and_a_comment_are_judged_by_the_phases_switches(github, repo, op
     assert pull.merged == (problem is None)
     assert [p for p in outcome.verdict.problems if problem in p] if problem else outcome.verdict.ok, (
         outcome.verdict.problems)
+
+
+def test_a_phase_for_verified_participants_refuses_everyone_while_the_challenge_registers_nobody(github, repo):
+    """creator_must_be_verified with registration: open fails closed in the rules (check says why too)."""
+    edit_yaml(phase_file(repo), creator_must_be_verified=True)
+    outcome, pull = judge(github, repo, "mallory", {sub("mallory"): f"phase: {PHASE}\nimage: {IMAGE}\n"})
+    assert not outcome.verdict.ok and not pull.merged
+    assert any("only from verified participants" in p and "registration: required" in p
+               for p in outcome.verdict.problems)

@@ -264,11 +264,12 @@ def test_an_installed_package_writes_the_runner_repository(tmp_path):
 
 
 def test_validate_runs_for_every_kind_of_file_the_rules_judge():
-    from runner.tree.paths import IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, SUBMISSION_PATH
+    from runner.tree.paths import IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, REPORT_PATH, SUBMISSION_PATH
     globs = load(WORKFLOWS / "validate.yml")["on"]["pull_request"]["paths"]
-    examples = ("challenges/c/submissions/p/alice/v1.yml", "challenges/c/registrations/alice.yml",
-                "challenges/c/challenge.yml", "challenges/c/results/p/alice/v1.json")  # results: to refuse them
-    for pattern, example in zip((SUBMISSION_PATH, REGISTRATION_PATH, LISTING_PATH, IN_RESULTS), examples,
-                                strict=True):
+    examples = ("challenges/c/submissions/p/alice/v1.yml", "challenges/c/reports/p/alice/v1.yml",
+                "challenges/c/registrations/alice.yml", "challenges/c/challenge.yml",
+                "challenges/c/results/p/alice/v1.json")  # results: to refuse them
+    for pattern, example in zip((SUBMISSION_PATH, REPORT_PATH, REGISTRATION_PATH, LISTING_PATH, IN_RESULTS),
+                                examples, strict=True):
         assert pattern.match(example)
         assert any(fnmatch.fnmatchcase(example, glob.replace("**", "*")) for glob in globs), example

@@ -248,6 +248,7 @@ def test_milestones_are_in_the_timeline_its_countdown_and_the_deadlines_feed(rep
     the phases' windows on the challenge page (a countdown on the next one) and in the deadlines feed."""
     edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", data_release_date="2026-06-03",
               report_deadline_at="2026-06-10", results_announcement_date="2026-09-28")
+    edit_yaml(phase_file(repo), supplementary_file_choice="optional", method_reports_close_at="2028-01-15T12:00:00Z")
     assert not check(Store(repo)).problems
     stage = stage_of(repo, now=NOW)
     page = (stage / CHALLENGE / "index.md").read_text()
@@ -255,6 +256,7 @@ def test_milestones_are_in_the_timeline_its_countdown_and_the_deadlines_feed(rep
     rows = re.findall(r"^\| (\d{4}-\d\d-\d\d \d\d:\d\d) \| ([^|<]+?)(?: <span|\s*\|)", timeline, re.M)
     assert ("2026-06-03 00:00", "Data release") in rows and ("2026-06-10 23:59", "Method reports due") in rows
     assert ("2026-09-28 00:00", "Results announced") in rows and ("2027-12-31 23:59", "Challenge ends") in rows
+    assert ("2028-01-15 12:00", "Final test: method reports due") in rows  # a phase's own report deadline
     assert [r[0] for r in rows] == sorted(r[0] for r in rows)  # in time order
     assert re.findall(r"(\S+ \S+) <span class=\"countdown\" data-until=\"([^\"]+)\"", timeline) == [
         ("Data release", "2026-06-03T00:00:00+00:00")]  # the next one, and only it

@@ -113,8 +113,8 @@ def test_the_box_names_each_extra_in_the_organizers_words(site):
         "no appendix",
         "<code>supplementary_url</code>, <em>Preprint &#60;v2&#62;</em> (required): A link to your &#42;arXiv&#42; "
         "preprint",
-        "<code>comment</code>, <em>Comment</em> (optional): at most 128 characters, for you and the organizers; the "
-        "site does not show it"]
+        "<code>comment</code>, <em>Comment</em> (optional): at most 128 characters, not shown on the site (it stays "
+        "public in the repository, as the whole file)"]
     assert "; with a link, <em>Preprint &#60;v2&#62;</em> (required)" in page  # the Submit row
 
 

@@ -239,8 +239,8 @@ def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(repo, ca
 def test_one_file_that_is_not_ours(repo, capsys):
     page = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     assert run_check(repo, capsys, str(page)) == (
-        1, [f"{page}: is not a challenge, phase, submission, result, approvals, exclusions, teams or "
-            "registration file"],
+        1, [f"{page}: is not a challenge, phase, submission, method report, result, approvals, exclusions, "
+            "teams or registration file"],
         "1 problem found\n")
 
 

@@ -255,6 +255,7 @@ def extras_of(repo: Path, phase_options: dict, submission: str) -> str | None:
      "supplementary_url: 'http://arxiv.org/abs/1' is not an https:// address of at most 2000 characters"),
     ({"supplementary_url_choice": "optional"}, "supplementary_url: javascript:alert(1)\n",
      "supplementary_url: 'javascript:alert(1)' is not an https:// address of at most 2000 characters"),
+    ({"supplementary_url_choice": "optional"}, f"supplementary_url: https://a.org/{'x' * 1980}\n", None),  # 1,994
     ({"supplementary_url_choice": "optional"}, f"supplementary_url: https://a.org/{'x' * 2000}\n",
      "supplementary_url: 'https://a.org/" + "x" * 185 + "…' is not an https:// address of at most 2000 characters"),
 ])

@@ -250,7 +250,7 @@ def test_schema_command_prints_each_kind_and_all(capsys):
     assert main(["schema"]) == 0
     everything = json.loads(capsys.readouterr().out)
     assert everything == json_schemas() and list(everything) == [
-        "challenge", "phase", "submission", "teams", "registration", "approvals", "exclusions"]
+        "challenge", "phase", "submission", "report", "teams", "registration", "approvals", "exclusions"]
 
 
 def test_every_field_says_what_it_means(repo):
@@ -282,6 +282,7 @@ def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(repo):
         "challenge": base / "challenge.yml", "phase": base / "phases" / f"{PHASE}.yml",
         "submission": write(base / "submissions" / PHASE / "alice" / "v1.yml",
                             f"phase: {PHASE}\nimage: ghcr.io/alice/algo@sha256:{'a' * 64}\n"),
+        "report": write(base / "reports" / PHASE / "alice" / "v1.yml", f"file: v1.pdf\nsha256: {'b' * 64}\n"),
         "teams": write(base / "teams.yml", "vision-lab: [alice, carol]\n"),
         "registration": write(base / "registrations" / "alice.yml", "name: Alice\naccept_rules: true\n"),
         "approvals": write(base / "approvals" / f"{PHASE}.yml", "- alice/v1\n"),

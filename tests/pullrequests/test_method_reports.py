@@ -1,0 +1,209 @@
+"""A method report: a PDF a participant adds to a submission of theirs once it has a succeeded result, by the
+phase's own deadline (method_reports_close_at), which may be after submissions close. It is a file of its own
+(reports/<phase>/<participant>/<id>.yml and the PDF beside it): the submission and its signed result stay as the
+runner evaluated them, so nothing is evaluated again and `challenge verify` still passes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.evaluation.examples import prepare_workspace
+from runner.pullrequests.github import GitHub
+from runner.pullrequests.review import LABELS, review
+from runner.pullrequests.rules import Change, Proposal, check
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.tree.check import check as check_tree
+from runner.tree.located import ModelError
+from runner.tree.signing import new_key, signers_line
+from runner.tree.store import Store
+from runner.tree.verification import signers_path
+from tests.github_server import OWNER_REPO
+from tests.helpers import CHALLENGE, NOW, PHASE, REPO, add_result, add_signed_result, edit_yaml, phase_file, sub
+
+PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
+PIN = hashlib.sha256(PDF).hexdigest()
+REPORTS = f"challenges/{CHALLENGE}/reports/{PHASE}"
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """The example challenge alone; its test phase closed on May 1st and takes reports until July 1st (NOW is
+    June 1st); alice's v1 has a succeeded result."""
+    root = prepare_workspace(REPO, tmp_path / "repo")
+    for folder in (root / "challenges").iterdir():
+        if folder.is_dir() and folder.name != CHALLENGE:
+            shutil.rmtree(folder)
+    edit_yaml(phase_file(root), supplementary_file_choice="optional", supplementary_file_label="Short paper",
+              submissions_close_at="2026-05-01T00:00:00Z", method_reports_close_at="2026-07-01T00:00:00Z")
+    add_result(root, "alice", "v1", 0.8)
+    return root
+
+
+def report(participant: str = "alice", sub_id: str = "v1", *, name: str = "paper.pdf", sha256: str = PIN,
+           pdf: bytes = PDF) -> dict[str, bytes]:
+    """A report pull request's files: the report file and its PDF."""
+    return {f"{REPORTS}/{participant}/{sub_id}.yml": f"file: {name}\nsha256: '{sha256}'\n".encode(),
+            f"{REPORTS}/{participant}/{name}": pdf}
+
+
+def judge(repo: Path, files: dict[str, bytes], *, author: str = "alice", modified: tuple[str, ...] = (),
+          now=NOW):
+    changes = tuple(Change(path, "modified" if path in modified else "added") for path in files)
+    return check(Store(repo), Proposal(author, changes, files.get), now=now)
+
+
+# --- the rules ----------------------------------------------------------------------------------------
+
+
+def test_a_report_to_an_evaluated_submission_is_accepted_after_submissions_close(repo):
+    verdict = judge(repo, report())
+    assert (verdict.kind, verdict.problems) == ("report", ())
+
+
+def test_a_report_after_the_report_deadline_is_refused(repo):
+    edit_yaml(phase_file(repo), method_reports_close_at="2026-05-15T00:00:00Z")
+    assert judge(repo, report()).problems == (
+        "phase 'Final test' took method reports until 2026-05-15 00:00 UTC (17 days ago)",)
+
+
+def test_a_phase_without_a_report_deadline_takes_none(repo):
+    data = phase_file(repo).read_text().replace("method_reports_close_at: '2026-07-01T00:00:00Z'\n", "")
+    phase_file(repo).write_text(data)
+    [problem] = judge(repo, report()).problems
+    assert "takes no method reports after submitting (it sets no method_reports_close_at)" in problem
+
+
+def test_a_report_for_someone_elses_submission_is_refused(repo):
+    [problem] = judge(repo, report(), author="mallory").problems
+    assert problem.startswith("the folder 'alice' is neither your GitHub login (mallory) nor a team of yours")
+
+
+def test_a_report_without_a_result_or_for_a_failed_one_is_refused(repo):
+    add_result(repo, "alice", "v2", None, status="failed", error="boom")
+    (repo / f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json").unlink()
+    assert judge(repo, report()).problems == (
+        "submission alice/v1 in phase 'Final test' has no result yet: add its method report once it is evaluated",)
+    assert judge(repo, report(sub_id="v2")).problems == (
+        "submission alice/v2 in phase 'Final test' failed; a method report describes a submission with a succeeded "
+        "result",)
+    [problem] = judge(repo, report(sub_id="v9")).problems
+    assert problem.startswith("there is no submission alice/v9 in phase 'Final test'")
+
+
+@pytest.mark.parametrize("files, problem", [
+    (report(pdf=b"<html>", sha256=hashlib.sha256(b"<html>").hexdigest()), "file: paper.pdf is not a PDF file"),
+    (report(sha256="f" * 64), "sha256: paper.pdf has sha256 "),
+    (report(pdf=PDF + b"x" * 20 * 1024**2), "file: paper.pdf is 20.0 MiB; at most 20 MiB are allowed"),
+    ({f"{REPORTS}/alice/v1.yml": f"file: paper.pdf\nsha256: '{PIN}'\n".encode()}, "file: paper.pdf was not found"),
+    (report(name="paper.docx"), "file: must name a PDF (.pdf)"),
+])
+def test_a_pdf_that_is_not_as_pinned_is_refused(repo, files, problem):
+    problems = judge(repo, files).problems
+    assert [p for p in problems if problem in p], problems
+
+
+def test_a_report_that_also_changes_the_submission_is_refused(repo):
+    """The submission's image (or anything of it) is what was evaluated: a report changes nothing else."""
+    changed = f"phase: {PHASE}\nimage: ghcr.io/alice/other@sha256:{'b' * 64}\n".encode()
+    verdict = judge(repo, {**report(), sub(): changed}, modified=(sub(),))
+    assert verdict.problems == (f"this pull request touches 2 submission or registration files "
+                                f"({REPORTS}/alice/v1.yml, {sub()}); add exactly one per pull request",)
+    other = f"challenges/{CHALLENGE}/phases/{PHASE}.yml"
+    verdict = judge(repo, {**report(), other: b"title: x\n"}, modified=(other,))
+    assert verdict.problems == (f"{other}: this pull request changes it, but a submission pull request adds one file "
+                                "and changes nothing else",)
+
+
+def test_a_report_may_be_replaced_with_a_new_pdf_but_never_removed(repo):
+    replaced = report(name="paper-2.pdf", sha256=PIN)
+    assert judge(repo, replaced, modified=(f"{REPORTS}/alice/v1.yml",)).problems == ()
+    removed = (Change(f"{REPORTS}/alice/v1.yml", "removed"),)
+    [problem] = check(Store(repo), Proposal("alice", removed, lambda _: None), now=NOW).problems
+    assert "a method report is added or replaced, never removed or moved" in problem
+
+
+def test_the_phase_file_needs_a_pdf_choice_and_a_report_deadline_after_closing(repo):
+    edit_yaml(phase_file(repo), supplementary_file_choice="off", method_reports_close_at="2026-04-01T00:00:00Z")
+    with pytest.raises(ModelError) as caught:
+        Store(repo).phase(CHALLENGE, PHASE)
+    assert "method_reports_close_at: a method report is a supplementary PDF" in str(caught.value)
+    assert "method_reports_close_at: is not after submissions_close_at" in str(caught.value)
+
+
+# --- the review, end to end -------------------------------------------------------------------------------
+
+
+def test_the_review_accepts_and_merges_a_report_without_queueing_an_evaluation(github, repo):
+    pull = github.open_pull("alice", {path: data.decode("latin-1") for path, data in report().items()})
+    hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False)
+    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
+    assert outcome.verdict.kind == "report" and outcome.verdict.ok and github.pulls[pull.number].merged
+    assert github.pulls[pull.number].labels == [LABELS["report"]]
+    body = github.pulls[pull.number].comments[0]["body"]
+    assert f"### ✅ Method report `{REPORTS}/alice/v1.yml` accepted\n\nMerged as " in body
+    assert "the submission is not evaluated again" in body and "queued for evaluation" not in body
+
+
+def test_the_review_refuses_a_late_report_and_leaves_it_unmerged(github, repo):
+    edit_yaml(phase_file(repo), method_reports_close_at="2026-05-15T00:00:00Z")
+    pull = github.open_pull("alice", {path: data.decode("latin-1") for path, data in report().items()})
+    hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False)
+    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
+    assert not outcome.verdict.ok and not github.pulls[pull.number].merged
+    assert github.pulls[pull.number].labels == [LABELS["invalid"]]
+
+
+# --- once merged: nothing pending, still verified, checked, published ----------------------------------------
+
+
+def merge(repo: Path, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(data)
+
+
+def test_a_merged_report_queues_nothing_and_its_result_still_verifies(repo, capsys):
+    key = new_key()
+    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    record = add_signed_result(repo, Store(repo, signer=key), "bob", 0.9)
+    merge(repo, report("bob"))
+    assert Store(repo).pending() == []
+    assert main(["--root", str(repo), "verify", str(record)]) == 0, capsys.readouterr()
+    assert check_tree(Store(repo), now=NOW).problems == []
+
+
+def test_check_names_a_report_whose_pdf_is_not_as_pinned_or_whose_submission_is_missing(repo):
+    merge(repo, report(sha256="f" * 64))
+    merge(repo, report(sub_id="v9"))
+    problems = sorted(str(p) for p in check_tree(Store(repo), now=NOW).problems)
+    assert len(problems) == 2, problems
+    assert "reports/final-test/alice/v1.yml:2: sha256: paper.pdf has sha256" in problems[0]
+    assert "there is no submission alice/v9 in phase 'final-test'" in problems[1]
+
+
+def test_the_site_publishes_the_report_beside_the_result_and_links_it(repo):
+    merge(repo, report())
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, now=NOW)
+    results = config.stage / CHALLENGE / "results" / PHASE / "alice"
+    assert (results / "v1.supplementary.pdf").read_bytes() == PDF
+    assert json.loads((results / "v1.json").read_text())["supplementary_file"] == "v1.supplementary.pdf"
+    board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
+    assert "[Short paper](../results/final-test/alice/v1.supplementary.pdf)" in board
+    phases = (config.stage / CHALLENGE / "index.md").read_text()
+    assert "| Method reports | *Short paper* until 2026-07-01 00:00 UTC, for a submission with a succeeded" in phases
+
+
+def test_a_phase_that_hides_pdf_links_publishes_no_report(repo):
+    edit_yaml(phase_file(repo), show_supplementary_file_link=False)
+    merge(repo, report())
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, now=NOW)
+    assert not (config.stage / CHALLENGE / "results" / PHASE / "alice" / "v1.supplementary.pdf").exists()
