@@ -367,15 +367,19 @@ def _report(store: Store, proposal: Proposal, target: Change, match: re.Match[st
     except ModelError as exc:
         content = [str(exc)]
     return [*_others(proposal.changes, target, companions), *_identity(store, slug, participant, proposal.author),
+            *_verified(store.challenge(slug), phase),
+            *_registered(store, store.challenge(slug), proposal.author, now),  # a revoked registration: no report
             *_evaluated(store, phase, participant, sub_id), *content, *_report_window(phase, now)]
 
 
 def _report_change(target: Change) -> list[str]:
-    """A report is added, or replaced (with a PDF of a new name) while the phase takes reports; never removed."""
-    if target.status in ("added", "modified"):
+    """A report is added once, never replaced, removed or moved: each replacement would leave its PDF in the
+    repository for good (merged without an organizer, up to the size limit each time)."""
+    if target.status == "added":
         return []
-    return [f"{target.path}: this pull request {'removes' if target.status == 'removed' else 'renames'} it; a "
-            "method report is added or replaced, never removed or moved"]
+    done = {"removed": "removes", "modified": "replaces"}.get(target.status, "renames")
+    return [f"{target.path}: this pull request {done} it; a method report, once merged, is final: ask the "
+            "organizers to change it"]
 
 
 def _evaluated(store: Store, phase: Phase, participant: str, sub_id: str) -> list[str]:

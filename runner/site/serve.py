@@ -214,6 +214,11 @@ class LiveHandler(http.server.SimpleHTTPRequestHandler):
         self.end_headers()
         return io.BytesIO(body)
 
+    def end_headers(self) -> None:
+        # Every answer as its declared type: a participant's "PDF" that is HTML inside is never read as a page.
+        self.send_header("X-Content-Type-Options", "nosniff")
+        super().end_headers()
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a request per page and asset would bury the regeneration lines."""
 

@@ -121,12 +121,20 @@ def test_a_report_that_also_changes_the_submission_is_refused(repo):
                                 "and changes nothing else",)
 
 
-def test_a_report_may_be_replaced_with_a_new_pdf_but_never_removed(repo):
+def test_a_merged_report_is_final_never_replaced_nor_removed(repo):
+    """Merged without an organizer: were replacements allowed, each would leave up to 20 MiB in the repository."""
     replaced = report(name="paper-2.pdf", sha256=PIN)
-    assert judge(repo, replaced, modified=(f"{REPORTS}/alice/v1.yml",)).problems == ()
+    assert f"{REPORTS}/alice/v1.yml: this pull request replaces it; a method report, once merged, is final: ask " \
+           "the organizers to change it" in judge(repo, replaced, modified=(f"{REPORTS}/alice/v1.yml",)).problems
     removed = (Change(f"{REPORTS}/alice/v1.yml", "removed"),)
     [problem] = check(Store(repo), Proposal("alice", removed, lambda _: None), now=NOW).problems
-    assert "a method report is added or replaced, never removed or moved" in problem
+    assert "this pull request removes it; a method report, once merged, is final" in problem
+
+
+def test_a_report_needs_the_registration_a_submission_needs(repo):
+    """A participant whose registration is gone (revoked, or never merged) adds no report, as they submit nothing."""
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    assert any("requires registration" in p for p in judge(repo, report()).problems)
 
 
 def test_the_phase_file_needs_a_pdf_choice_and_a_report_deadline_after_closing(repo):

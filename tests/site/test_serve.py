@@ -79,6 +79,8 @@ def test_serve_rebuilds_on_edit_and_tells_open_pages_to_reload(repo):
         assert waiting == ["1"]  # answered once the build was done: the page reloads
         index = fetch(f"http://127.0.0.1:{port}/search/search_index.json")
         assert index and json.loads(index)["docs"]  # files other than pages are served as they are
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/search/search_index.json", timeout=10) as answer:
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"  # a "PDF" holding HTML is never a page
     finally:
         server.terminate()  # SIGTERM
         server.wait(timeout=30)
