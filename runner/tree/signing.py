@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,12 +120,17 @@ def load_or_create(path: Path) -> SigningKey:
         raise SigningError(f"{path}: cannot read the signing key ({exc.strerror})") from None
     key = new_key()
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole under a name of its own, then linked into place: a runner starting beside this one reads
+    # either no key or the whole key, never the empty file an exclusive create shows before its write.
+    fd, draft = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)  # mode 0600
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key_text(key))
+        os.link(draft, path)
     except FileExistsError:  # another runner process made it first: use theirs
         return read_key(path.read_bytes(), where=str(path))
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(key_text(key))
+    finally:
+        os.unlink(draft)
     return key
 
 

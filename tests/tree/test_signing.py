@@ -3,8 +3,10 @@ allowed-signers file with rotation."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +125,20 @@ def test_the_runner_key_is_made_once_private(tmp_path):
     path.write_text("not a key")
     with pytest.raises(SigningError, match="not an unencrypted OpenSSH private key"):
         load_or_create(path)
+
+
+def _public_of_new_key(path: str) -> str:
+    return load_or_create(Path(path)).public
+
+
+def test_runners_starting_together_all_sign_with_the_one_key_made(tmp_path):
+    """Four runners on one checkout once read the key while another was still writing it (an empty file)."""
+    for attempt in range(5):
+        path = tmp_path / f"state-{attempt}" / "signing_key"
+        with concurrent.futures.ProcessPoolExecutor(8) as pool:
+            publics = set(pool.map(_public_of_new_key, [str(path)] * 16))
+        assert publics == {load_or_create(path).public}
+        assert [p.name for p in path.parent.iterdir()] == ["signing_key"]  # no draft left behind
 
 
 def test_a_runner_key_is_allowed_only_while_its_line_lets_it_sign():
