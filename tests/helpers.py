@@ -150,6 +150,32 @@ def wait_for(browser: Any, css: str, count: int = 1) -> list[Any]:
         lambda b: (found := b.find_elements(By.CSS_SELECTOR, css)) and len(found) >= count and found)
 
 
+SCREENS = [(390, 844), (1280, 900)]  # a phone and a desktop, in CSS pixels
+
+
+@contextlib.contextmanager
+def window_size(browser: Any, width: int, height: int) -> Iterator[None]:
+    """The browser's window at `width` x `height` for the block, then as it was (the fixture is shared)."""
+    size = browser.get_window_size()
+    browser.set_window_size(width, height)
+    try:
+        yield
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
+def fits_across(browser: Any, *elements: Any) -> bool:
+    """Whether each element, scrolled into view, shows whole across the window, and the page never scrolls
+    sideways (what overflows scrolls inside its own box)."""
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    for element in elements:
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+        box = element.rect
+        if not element.is_displayed() or box["x"] < 0 or box["x"] + box["width"] > width:
+            return False
+    return browser.execute_script("return document.documentElement.scrollWidth") <= width
+
+
 @contextlib.contextmanager
 def public_base_name(docker_client, base_image: str) -> Iterator[None]:
     """The documents build FROM python:3.11-slim, as a participant with Docker Hub does; where it

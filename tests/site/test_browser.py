@@ -19,7 +19,18 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit, served, wait_for
+from tests.helpers import (
+    CHALLENGE,
+    PHASE,
+    REPO,
+    SCREENS,
+    add_result,
+    commit,
+    fits_across,
+    served,
+    wait_for,
+    window_size,
+)
 
 pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By
@@ -125,20 +136,12 @@ def test_result_viewer_renders_a_result(page, site_url):
                       "--output MY_OUTPUTS"
 
 
-@pytest.mark.parametrize("width, height", [(390, 844), (1280, 900)])  # a phone and a desktop, in CSS pixels
+@pytest.mark.parametrize("width, height", SCREENS)
 def test_a_result_page_fits_a_phone_and_a_desktop(page, site_url, width, height):
-    size = page.get_window_size()
-    page.set_window_size(width, height)
-    try:
+    with window_size(page, width, height):
         page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=bob/v1")
         assert wait_for(page, "#result-view h2")[0].text == "bob / v1"
-        viewport = page.execute_script("return document.documentElement.clientWidth")
-        command = page.find_element(By.CSS_SELECTOR, "#result-view pre.result-run")
-        page.execute_script("arguments[0].scrollIntoView({block: 'center'})", command)
-        assert command.is_displayed() and command.rect["x"] + command.rect["width"] <= viewport  # it scrolls inside
-        assert page.execute_script("return document.documentElement.scrollWidth") <= viewport  # no sideways scroll
-    finally:
-        page.set_window_size(size["width"], size["height"])
+        assert fits_across(page, page.find_element(By.CSS_SELECTOR, "#result-view pre.result-run"))
 
 
 def test_result_viewer_shows_a_failure(page, site_url):

@@ -18,7 +18,7 @@ from tests.helpers import CHALLENGE, PHASE, REPO
 pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By
 
-from tests.helpers import served, wait_for
+from tests.helpers import SCREENS, fits_across, served, wait_for, window_size
 
 GITHUB = "https://github.com/example-org/challenges"
 
@@ -73,20 +73,11 @@ def test_an_open_phase_links_the_submission_issue_form_with_its_challenge_and_ph
     assert not page.find_elements(By.CSS_SELECTOR, "a.submit-issue-form")
 
 
-@pytest.mark.parametrize("width, height", [(390, 844), (1280, 900)])  # a phone and a desktop, in CSS pixels
+@pytest.mark.parametrize("width, height", SCREENS)
 def test_the_submit_controls_fit_a_phone_and_a_desktop(page, site_url, width, height):
-    size = page.get_window_size()
-    page.set_window_size(width, height)
-    try:
+    with window_size(page, width, height):
         page.get(f"{site_url}{CHALLENGE}/")
         form = wait_for(page, ".submit-form[data-ready]")[0]
-        viewport = page.execute_script("return document.documentElement.clientWidth")
-        for element in (form.find_element(By.CSS_SELECTOR, ".submit-login"),
-                        form.find_element(By.CSS_SELECTOR, ".submit-button"),
-                        page.find_element(By.CSS_SELECTOR, "a.submit-issue-form")):
-            page.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-            box = element.rect
-            assert element.is_displayed() and box["x"] >= 0 and box["x"] + box["width"] <= viewport
-        assert page.execute_script("return document.documentElement.scrollWidth") <= viewport  # no sideways scroll
-    finally:
-        page.set_window_size(size["width"], size["height"])
+        assert fits_across(page, form.find_element(By.CSS_SELECTOR, ".submit-login"),
+                           form.find_element(By.CSS_SELECTOR, ".submit-button"),
+                           page.find_element(By.CSS_SELECTOR, "a.submit-issue-form"))

@@ -21,7 +21,7 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
-from tests.helpers import REPO, served, wait_for
+from tests.helpers import REPO, SCREENS, served, wait_for, window_size
 from tests.site.test_catalog import write_catalog
 
 pytest.importorskip("selenium")
@@ -196,9 +196,7 @@ def test_the_url_keeps_the_view_through_reload_and_back(page, site_url, challeng
 
 
 def test_on_a_phone_the_filters_fold_into_one_control_and_the_first_card_shows(page, site_url, challenges):
-    size = page.get_window_size()
-    page.set_window_size(390, 844)  # a phone, in CSS pixels
-    try:
+    with window_size(page, *SCREENS[0]):  # a phone
         open_catalog(page, site_url)
         first = page.find_element(By.CSS_SELECTOR, ".catalog-card")
         viewport = page.execute_script("return window.innerHeight")
@@ -213,5 +211,3 @@ def test_on_a_phone_the_filters_fold_into_one_control_and_the_first_card_shows(p
         assert sorted(visible(page)) == sorted(c["slug"] for c in challenges if c["status"] == "active")
         toggle.click()
         assert not facets.is_displayed()
-    finally:
-        page.set_window_size(size["width"], size["height"])
