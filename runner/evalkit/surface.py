@@ -17,8 +17,9 @@ nearly all its time then goes to two distance transforms over that box (30 milli
 10 s each) and a Python sort of a million tuples. Here: the bounding box comes from two cheap
 projections per mask; neighbour codes from three vectorised shift-and-or passes; points lying on
 the other surface get 0 without a search; the nearest surface point of each remaining point comes
-from a k-d tree over the other surface's points (a million points cost about 1 s) unless the
-surfaces are so ragged that the distance transform over the box is cheaper (see _nearest); the
+from a k-d tree over the other surface's points (a million points cost about 1 s) unless, for
+that direction, the distance transform over the box is cheaper (a speckled prediction's specks lie
+far from the other surface: see _nearest); the
 distance is then formed exactly as scipy's transform forms it; sorting is numpy's lexsort. Tests
 check every array against a transcription of DeepMind's code; the benchmark
 (benchmarks/bench_surface.py) against DeepMind's package itself.
@@ -42,8 +43,10 @@ Box = tuple[slice, ...]
 Points = tuple[NDArray[np.intp], ...]
 Method = Literal["auto", "edt", "kdtree"]
 
-# "auto" uses the k-d tree when the surface points, times this, are fewer than the box's voxels.
-KDTREE_RATIO = 5
+# A k-d tree's costs, in voxels of the box's distance transform (see _tree_cost): per surface point
+# built, per query, per query per voxel of distance to the surface; and the queries it samples.
+TREE_BUILD, TREE_QUERY, TREE_FAR = 4, 10, 2.5
+TREE_SAMPLE = 1024
 
 
 @dataclass(frozen=True)
@@ -229,24 +232,41 @@ def _nearest(
 ) -> Points:
     """Index of the surface point nearest (in mm) to each query, per axis.
 
-    Both methods find an exact Euclidean nearest point. The distance transform
-    (scipy.ndimage.distance_transform_edt with sampling=spacing, DeepMind's choice) costs about
-    0.3 µs per voxel of the box, the k-d tree over the surface points about 1 µs per point; "auto"
-    takes the tree when there are fewer than a fifth as many points as voxels, which a real
-    organ's surface always is (a 512^2 x 300 pair: a million points in a box of 30 million voxels)
-    and a speckled prediction is not. Where two surface points are equally near, the methods may
+    Both methods find an exact Euclidean nearest point: the distance transform over the box
+    (scipy.ndimage.distance_transform_edt with sampling=spacing, DeepMind's choice) or a k-d tree
+    over the surface points. "auto" takes whichever `_tree_cost` expects to be cheaper, for each
+    direction apart: a speckled prediction makes one direction far (its specks are far from the
+    other surface) and the other near. Where two surface points are equally near, the methods may
     pick different ones; the distance then agrees to the last bit or two.
     """
-    points = queries[0].size + surface[0].size
-    if method == "kdtree" or (method == "auto" and KDTREE_RATIO * points < on_surface.size):
-        step = np.asarray(spacing)
+    step = np.asarray(spacing)
+    if method != "edt" and (method == "kdtree" or _tree_cost(queries[0].size, surface[0].size) < on_surface.size):
         tree = KDTree(np.column_stack(surface) * step, balanced_tree=False, compact_nodes=False)
-        _, index = tree.query(np.column_stack(queries) * step)
-        return tuple(axis[index] for axis in surface)
+        located = np.column_stack(queries) * step
+        if method == "kdtree" or _tree_cost(queries[0].size, surface[0].size, tree=tree, located=located,
+                                            voxel=float(np.mean(step))) < on_surface.size:
+            _, index = tree.query(located)
+            return tuple(axis[index] for axis in surface)
     features = ndimage.distance_transform_edt(
         ~on_surface, sampling=spacing, return_distances=False, return_indices=True
     )
     return tuple(features[axis][queries] for axis in range(len(spacing)))
+
+
+def _tree_cost(queries: int, points: int, *, tree: KDTree | None = None, located: FloatArray | None = None,
+               voxel: float = 1.0) -> float:
+    """What the k-d tree is expected to cost, in voxels of the box's distance transform (about 0.1 µs
+    each, measured on 512^2 x 300 pairs): building it and a query near the surface cost a few voxels
+    each, and a query costs more the farther it is from the surface (about 2.5 voxels per voxel of
+    distance). Given the tree, the distance is that of evenly spaced sample queries; without it,
+    queries count as near (a lower bound that spares building a tree that cannot win).
+    """
+    cost = TREE_BUILD * points + TREE_QUERY * queries
+    if tree is None or located is None or queries == 0:
+        return cost
+    sample = located[np.linspace(0, queries - 1, min(queries, TREE_SAMPLE)).astype(np.intp)]
+    distance, _ = tree.query(sample)
+    return cost + TREE_FAR * queries * float(np.mean(distance)) / voxel
 
 
 def _sorted(distances: FloatArray, areas: FloatArray) -> tuple[FloatArray, FloatArray]:
