@@ -121,18 +121,29 @@
   };
 
   Catalog.prototype.sort = function (how) {
-    var today = day(new Date().toISOString()), list = this.list;
+    // An order depends on the sort alone (not on the filters): each is computed once per page view,
+    // and the cards are moved only when the order shown changes.
+    if (this.shown === how) return;
+    this.orders = this.orders || {};
+    if (!this.orders[how]) this.orders[how] = this.ordered(how);
+    var list = this.list;
+    this.orders[how].forEach(function (card) { list.appendChild(card.node); });
+    this.shown = how;
+  };
+
+  Catalog.prototype.ordered = function (how) {
+    var today = day(new Date().toISOString()), names = new Intl.Collator(undefined, { sensitivity: "base" });
     var key = {  // [group, number]: smaller first
       // open deadlines soonest first, then those with no end date, then the ended, latest first
       deadline: function (card) { return !card.end ? [1, 0] : day(card.end) >= today ? [0, day(card.end)] : [2, -day(card.end)]; },
       start: function (card) { return card.start ? [0, -day(card.start)] : [1, 0]; },  // newest first
       name: function () { return [0, 0]; },
     }[how];
-    var sorted = this.cards.slice().sort(function (a, b) {
-      var ka = key(a), kb = key(b);
-      return ka[0] - kb[0] || ka[1] - kb[1] || a.name.localeCompare(b.name, undefined, { sensitivity: "base" });
+    var keyed = this.cards.map(function (card) { return { card: card, key: key(card) }; });
+    keyed.sort(function (a, b) {
+      return a.key[0] - b.key[0] || a.key[1] - b.key[1] || names.compare(a.card.name, b.card.name);
     });
-    sorted.forEach(function (card) { list.appendChild(card.node); });
+    return keyed.map(function (k) { return k.card; });
   };
 
   Catalog.prototype.listen = function () {
