@@ -44,9 +44,10 @@ from runner.ranking.leaderboard import Rows, leaderboard
 from runner.ranking.phase_uncertainty import ranking_uncertainty
 from runner.site.build import SiteConfig
 from runner.tree.history import History
-from runner.tree.model import Result, RunRecord, SubmissionDetails
 from runner.tree.paths import result_path
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails
 
 REPO = Path(__file__).resolve().parents[1]
 CHALLENGE = str(Path(sys.executable).with_name("challenge"))

@@ -28,9 +28,9 @@ from runner.evaluation.queue import run_jobs
 from runner.pullrequests.review import result_comment
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
-from runner.tree.model import load_result
 from runner.tree.policy import EVALUATION_FAILED
 from runner.tree.records import Keys
+from runner.tree.result_model import load_result
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.errors import ChallengeError
-from runner.tree.model import RunRecord
+from runner.tree.result_model import RunRecord
 
 
 class RunnerError(ChallengeError):

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.evaluation.metrics import read_json
-from runner.tree.model import Socket
+from runner.tree.phase_model import Socket
 
 PREDICTIONS = "predictions.json"
 INPUTS = "inputs.json"

@@ -18,7 +18,8 @@ from pathlib import Path
 from runner.evaluation.failures import RunnerError
 from runner.execution.images import tree_hash
 from runner.tree.gitfiles import blob_id, head_commit
-from runner.tree.model import Provenance, Submission
+from runner.tree.result_model import Provenance
+from runner.tree.submission_model import Submission
 
 DATA_KEY = ".manifest-key"  # in the data root: the key of every data hash of this runner
 

@@ -16,8 +16,10 @@ from runner.evaluation.job import CaseCallback, RunnerConfig, RunnerError, evalu
 from runner.evaluation.sweep import sweep
 from runner.execution.images import context_digest
 from runner.execution.sandbox import Executor, Log, SandboxError
-from runner.tree.model import Phase, Result, Submission, load_result
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result, load_result
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 # The evaluation kit joins every evaluation image's build context as `evalkit/`, so an organizer's
 # Dockerfile can `COPY evalkit /opt/evaluation/evalkit` (a path, not an import: evalkit stands alone).

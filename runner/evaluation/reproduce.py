@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.tree.model import Provenance, Result
+from runner.tree.result_model import Provenance, Result
 
 PROVENANCE_PARTS = (("data_manifest", "the hidden data"), ("evaluation", "the evaluation"),
                     ("algorithm", "the algorithm"), ("submission_blob", "the submission file"))

@@ -23,8 +23,11 @@ import yaml
 from pydantic import TypeAdapter
 
 from runner.errors import ChallengeError
-from runner.tree.model import ModelError, Phase, Result, Submission, SubmissionFile
+from runner.tree.located import ModelError
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission, SubmissionFile
 
 Selection = Literal["all", "best", "top"]
 

@@ -36,7 +36,8 @@ from runner.errors import printable
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.execution.images import tree_hash
 from runner.execution.sandbox import Mount, Outcome, OutputArea, RunSpec, last_line
-from runner.tree.model import Phase, RunRecord
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import RunRecord
 
 STATE = "state.json"
 BLOCK = 4096

@@ -27,10 +27,9 @@ from runner.errors import printable
 from runner.pullrequests.github import GitHub, Issue, PullRequest
 from runner.pullrequests.review import Review, code_span, issue_branch, review
 from runner.pullrequests.rules import MAX_LISTED, Change, Proposal, check
-from runner.tree.model import NAME, SLUG
 from runner.tree.paths import SUBMISSION_WHERE
 from runner.tree.policy import not_by_form
-from runner.tree.schema_types import LOGIN
+from runner.tree.schema_types import LOGIN, NAME, SLUG
 from runner.tree.store import Store
 
 FORM_LABEL = "submission-form"  # the form applies it; the workflow runs for issues that carry it

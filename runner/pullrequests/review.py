@@ -20,9 +20,10 @@ from runner.pullrequests.rules import Proposal, Verdict, check
 from runner.ranking.tables import fmt
 from runner.tree.gitfiles import added
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Phase, Result, load_result, scored_document
 from runner.tree.paths import RESULT_GLOB, submission_of_result
+from runner.tree.phase_model import Phase
 from runner.tree.policy import Visibility
+from runner.tree.result_model import Result, load_result, scored_document
 from runner.tree.store import Store
 
 VERDICT_MARKER = "<!-- challenge-bot:verdict -->"

@@ -19,25 +19,20 @@ from typing import TypeVar
 
 from runner.errors import printable
 from runner.tree.details import supplementary_problem
+from runner.tree.loading import load_challenge, load_report, load_submission
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
-from runner.tree.model import (
-    NAME,
-    SLUG,
-    Challenge,
-    Phase,
-    Submission,
-    load_challenge,
-    load_report,
-    load_submission,
-)
+from runner.tree.model import Challenge
 from runner.tree.paths import CHALLENGES, IN_RESULTS, LISTING_PATH, REGISTRATION_PATH, REPORT_PATH, SUBMISSION_PATH
 from runner.tree.paths import SUBMISSION_WHERE as WHERE
 from runner.tree.people import load_registration, load_teams
+from runner.tree.phase_model import Phase
 from runner.tree.policy import report_window, when, window
 from runner.tree.references import image_refusal
 from runner.tree.scaffold import MAX_SLUG
+from runner.tree.schema_types import NAME, SLUG
 from runner.tree.sharing import algorithm_identity, describe, same_image
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 MAX_LISTED = 10  # other changed files named one by one; the rest are counted
 T = TypeVar("T")

@@ -16,7 +16,9 @@ from runner.ranking.leaderboard import Leaderboard, rank_spec
 from runner.ranking.methods import Aggregate, RankSpec
 from runner.ranking.uncertainty import bootstrap
 from runner.tree.jsonpaths import lookup_all
-from runner.tree.model import CASE_METHODS, Phase, Result, scored_document
+from runner.tree.model import CASE_METHODS
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result, scored_document
 
 # A score that aggregates a per-case metric, whose values are then at case.*.<metric> by convention.
 PER_CASE_SCORE = re.compile(r"\$?\.?aggregates\.(?P<metric>[A-Za-z0-9_]+)\.(?P<stat>mean|median)")

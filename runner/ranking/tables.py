@@ -11,7 +11,8 @@ import io
 from typing import Any
 
 from runner.ranking.leaderboard import Leaderboard
-from runner.tree.model import RANK_THEN_AVERAGE, Phase
+from runner.tree.model import RANK_THEN_AVERAGE
+from runner.tree.phase_model import Phase
 
 RANK_SCORE = "mean rank / results"  # FLARE's rank-then-average value, the number its ranks order
 

@@ -39,7 +39,8 @@ from typing import Any
 import jinja2
 import yaml
 
-from runner.tree.model import INCENTIVES, ROLES, STATUSES, SUBMISSION_TYPES, Challenge, Phase
+from runner.tree.model import INCENTIVES, ROLES, STATUSES, SUBMISSION_TYPES, Challenge
+from runner.tree.phase_model import Phase
 from runner.tree.policy import plural
 from runner.tree.store import Store
 

@@ -29,8 +29,9 @@ from runner.site.catalog import CatalogEntry, platform_name
 from runner.site.facts import milestones
 from runner.tree.gitfiles import added_all
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import Phase, Result, parse_time, scored_document
+from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility
+from runner.tree.result_model import Result, parse_time, scored_document
 from runner.tree.store import Store
 
 ATOM = "http://www.w3.org/2005/Atom"

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from runner.site.templating import text
-from runner.tree.model import MEASUREMENTS, SUMMARIES, UNSUPPORTED_GC_OPTIONS
+from runner.tree.loading import UNSUPPORTED_GC_OPTIONS
+from runner.tree.result_model import MEASUREMENTS, SUMMARIES
 from runner.tree.schema import KINDS, json_schema
 
 INTRO = """\
@@ -66,7 +67,7 @@ def reference_markdown() -> str:
 
 
 def unsupported() -> str:
-    """grand-challenge's Phase options not supported here, and why (`model.UNSUPPORTED_GC_OPTIONS`)."""
+    """grand-challenge's Phase options not supported here, and why (`loading.UNSUPPORTED_GC_OPTIONS`)."""
     rows = "\n".join(f"| {_field(name)} | {_words(why)} |" for name, why in sorted(UNSUPPORTED_GC_OPTIONS.items()))
     return f"""\
 ## grand-challenge's Phase options not supported here

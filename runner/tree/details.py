@@ -1,7 +1,7 @@
 """A submission's details (title, description, links, supplementary PDF, method report) as leaderboards and
 result pages show them, and the rules on its supplementary PDF (a method report's too).
 
-Where they come from is argued in `model.SubmissionDetails`: the result carries a copy, and only a
+Where they come from is argued in `submission_model.SubmissionDetails`: the result carries a copy, and only a
 result written before the runner made that copy sends the site to its submission file. The
 supplementary PDF's rules (a PDF, pinned by sha256, at most `SUPPLEMENTARY_MAX_BYTES`) live here
 once: `challenge check` reads the committed file and the pull-request review the proposed one,
@@ -14,10 +14,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.tree.loading import load_report
 from runner.tree.located import ModelError
-from runner.tree.model import Result, SubmissionDetails, details_of, load_report
 from runner.tree.paths import companion_file
+from runner.tree.result_model import Result
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails, details_of
 
 SUPPLEMENTARY_MAX_BYTES = 20 * 1024**2
 PDF_MAGIC = b"%PDF-"

@@ -1,6 +1,6 @@
 """Results an organizer took out of a phase's rankings: `challenges/<c>/exclusions/<phase>.yml`.
 
-The file kind is declared in `model` (`ExclusionsFile`); this module knows where it sits and reads
+The file kind is declared in `loading` (`ExclusionsFile`); this module knows where it sits and reads
 it for a phase, so the leaderboard on the site, `challenge leaderboard` and `challenge check` agree.
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from runner.tree.model import Phase, Result, load_exclusions
+from runner.tree.loading import load_exclusions
 from runner.tree.paths import TreePaths
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result
 
 FOLDER = "exclusions"
 

@@ -5,7 +5,7 @@ An export is Django's dumpdata of grand-challenge's Phase model (a list of recor
 Each option is carried under its own name where a phase file declares it (`meta`'s gc, found by
 `schema_parse.grand_challenge_names`), its stored code turned into the word a phase file uses
 (`GC_CODES`: grand-challenge stores "opt" for optional); every other option the export sets is named
-with why, from the one table of options not supported here (`model.UNSUPPORTED_GC_OPTIONS`).
+with why, from the one table of options not supported here (`loading.UNSUPPORTED_GC_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 import yaml
 
 from runner.errors import ChallengeError
+from runner.tree.loading import UNSUPPORTED_GC_OPTIONS
 from runner.tree.located import Key
-from runner.tree.model import UNSUPPORTED_GC_OPTIONS, PhaseFile
+from runner.tree.phase_model import PhaseFile
 from runner.tree.schema_parse import grand_challenge_names
 
 PHASE_MODEL = "evaluation.phase"  # dumpdata's name of grand-challenge's Phase model

@@ -13,8 +13,8 @@ from typing import Annotated, ClassVar
 
 from pydantic import ConfigDict, RootModel
 
+from runner.tree.loading import participant_yaml
 from runner.tree.located import load_yaml
-from runner.tree.model import participant_yaml
 from runner.tree.schema_parse import parse
 from runner.tree.schema_types import AcceptRules, Login, TeamName, Text, meta
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.tree.jsonpaths import compiled
-from runner.tree.model import Phase, Result, RunRecord, SubmissionDetails, parse_time, scored_document
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result, RunRecord, parse_time, scored_document
+from runner.tree.submission_model import SubmissionDetails
 
 # What a phase that withholds scores or per-case values publishes of a result whose evaluation failed.
 EVALUATION_FAILED = ("The evaluation failed; its reason may hold what this phase withholds and is sealed for the "

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import orjson
 
-from runner.tree.model import Challenge, Result, parse_result
+from runner.tree.model import Challenge
+from runner.tree.result_model import Result, parse_result
 from runner.tree.sealing import SSH_KINDS, Identity, Recipient, SealError, recipient, seal, unseal
 from runner.tree.signing import SigningKey, canonical
 

@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 
 from runner.errors import ChallengeError
-from runner.tree.model import SLUG
 from runner.tree.paths import CHALLENGES
+from runner.tree.schema_types import SLUG
 
 NEW_KINDS = ("algorithm", "predictions", "metrics", "training")
 MAX_SLUG = 60

@@ -12,9 +12,12 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from runner.tree.model import ApprovalsFile, Challenge, ExclusionsFile, MethodReport, PhaseFile, SubmissionFile
+from runner.tree.loading import ApprovalsFile, ExclusionsFile
+from runner.tree.model import Challenge
 from runner.tree.people import Registration, TeamsFile
+from runner.tree.phase_model import PhaseFile
 from runner.tree.schema_parse import json_schema as derived
+from runner.tree.submission_model import MethodReport, SubmissionFile
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

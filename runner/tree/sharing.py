@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from runner.tree.located import ModelError
-from runner.tree.model import Submission
 from runner.tree.references import DIGEST
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 
 def image_identity(ref: str) -> str | None:

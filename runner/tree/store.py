@@ -16,23 +16,17 @@ from functools import cache
 from pathlib import Path
 
 from runner.tree.gitfiles import added
-from runner.tree.model import (
-    Challenge,
-    ModelError,
-    Phase,
-    Result,
-    Submission,
-    load_approvals,
-    load_challenge,
-    load_phase,
-    load_result,
-    load_submission,
-)
+from runner.tree.loading import load_approvals, load_challenge, load_phase, load_submission
+from runner.tree.located import ModelError
+from runner.tree.model import Challenge
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
+from runner.tree.phase_model import Phase
 from runner.tree.policy import Allowance, Visibility, allowance, public_record, ranked_record, visibility, withholds
 from runner.tree.records import Keys, local_path, read_local, read_sealed, signed, write_atomic, write_sealed
+from runner.tree.result_model import Result, load_result
 from runner.tree.signing import SigningKey
+from runner.tree.submission_model import Submission
 from runner.tree.verification import Check, Verifier, written_together
 
 

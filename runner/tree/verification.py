@@ -24,8 +24,8 @@ import orjson
 
 from runner.errors import ChallengeError
 from runner.tree.gitfiles import blob_history, blob_id, read_blobs, versions
-from runner.tree.model import Result, parse_result, parse_time
 from runner.tree.paths import TreePaths
+from runner.tree.result_model import Result, parse_result, parse_time
 from runner.tree.signing import ALLOWED_SIGNERS, BadSignature, Signers, SigningError, read_signers
 
 

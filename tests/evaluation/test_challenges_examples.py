@@ -22,7 +22,7 @@ from runner.evaluation.examples import commit_beside, examples, prepare_workspac
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
 from runner.tree.check import check
-from runner.tree.model import Result
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.fake_executor import FAKE_BASE, FakeExecutor
 from tests.helpers import REPO

@@ -14,8 +14,8 @@ from runner.pullrequests.rules import Change, Proposal, check
 from runner.ranking.leaderboard import leaderboard
 from runner.site.facts import phase_facts
 from runner.site.pages import ranking_method
+from runner.tree.loading import load_challenge
 from runner.tree.located import ModelError
-from runner.tree.model import load_challenge
 from runner.tree.schema_parse import each_problem
 from runner.tree.store import Store
 from tests.evaluation.test_challenges_examples import make_data, run_example

@@ -18,8 +18,8 @@ from runner.evaluation.reruns import Choice, queue
 from runner.evaluation.training import TrainingFolder
 from runner.execution.images import tree_hash
 from runner.ranking.leaderboard import leaderboard
-from runner.tree.model import Result
 from runner.tree.records import Keys, logs_path
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.evaluation.test_challenges_examples import make_data, submit_example
 

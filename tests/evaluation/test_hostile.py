@@ -12,7 +12,7 @@ import pytest
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
 from runner.execution.docker_engine import LABEL, OWNER
-from runner.tree.model import Result
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.evaluation.reproduce import Tolerance, compare
-from runner.tree.model import Result
+from runner.tree.result_model import Result
 
 
 def result(status: str, metrics: dict) -> Result:

@@ -12,8 +12,8 @@ import yaml
 from runner.evaluation.archives import load_preserved, preserve_image, preserved_archive
 from runner.evaluation.reruns import Choice, RerunError, Standing, check_phases, plan, queue, select, write
 from runner.execution.sandbox import SandboxError
-from runner.tree.model import Result
 from runner.tree.policy import window
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, REPO, add_result, edit_yaml, phase_file
 

@@ -17,7 +17,7 @@ import pytest
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
 from runner.evaluation.training import TrainingFolder
-from runner.tree.model import Result
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.evaluation.test_resilience import labelled, wait_until
 from tests.helpers import CHALLENGE, IMAGES, PHASE, edit_yaml, phase_file, write_submission

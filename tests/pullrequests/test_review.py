@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from runner.pullrequests.review import result_comment
-from runner.tree.model import Result, RunRecord
 from runner.tree.policy import Visibility
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file
 

@@ -16,8 +16,10 @@ import pytest
 from runner.ranking.leaderboard import case_metric, leaderboard
 from runner.ranking.tables import RANK_SCORE, records
 from runner.site.pages import METHOD_NAMES, ranking_method
+from runner.tree.loading import load_phase
 from runner.tree.located import ModelError
-from runner.tree.model import Column, Phase, RankingMetric, Result, RunRecord, load_phase
+from runner.tree.phase_model import Column, Phase, RankingMetric
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.schema_parse import each_problem
 
 WHEN = "2026-05-0{}T00:00:00+00:00"

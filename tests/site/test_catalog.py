@@ -19,7 +19,8 @@ from runner.cli import main
 from runner.site import catalog, pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.check import check
-from runner.tree.model import Challenge, ModelError
+from runner.tree.located import ModelError
+from runner.tree.model import Challenge
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
 

@@ -16,8 +16,10 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.site.facts import JobDuration, average_job_duration
-from runner.tree.model import Phase, Result, RunRecord, load_submission
+from runner.tree.loading import load_submission
+from runner.tree.phase_model import Phase
 from runner.tree.references import image_refusal
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
 from tests.helpers import REPO, edit_yaml, phase_file
 

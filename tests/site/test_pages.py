@@ -18,7 +18,7 @@ from runner.ranking.leaderboard import leaderboard
 from runner.ranking.phase_uncertainty import case_values
 from runner.site import pages
 from runner.site.build import BuildError, SiteConfig, build_site
-from runner.tree.model import MEASUREMENTS
+from runner.tree.result_model import MEASUREMENTS
 from runner.tree.schema import json_schemas
 from runner.tree.sealing import new_identity
 from runner.tree.store import Store

@@ -16,8 +16,9 @@ from runner.evaluation.examples import prepare_workspace
 from runner.ranking.leaderboard import leaderboard
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
-from runner.tree.model import SubmissionDetails, load_result
+from runner.tree.result_model import load_result
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails
 from tests.helpers import CHALLENGE, PHASE, REPO, add_result, edit_yaml, phase_file
 
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from runner.tree.gc_export import BY_ID, UNKNOWN, ExportError, imported_phase, read_export
-from runner.tree.model import UNSUPPORTED_GC_OPTIONS, PhaseFile, load_phase
+from runner.tree.loading import UNSUPPORTED_GC_OPTIONS, load_phase
+from runner.tree.phase_model import PhaseFile
 from runner.tree.schema_parse import grand_challenge_names
 
 EXPORT = Path(__file__).parent / "data" / "grand-challenge-phase.json"

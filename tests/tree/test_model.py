@@ -12,17 +12,12 @@ from runner.cli import main
 from runner.errors import printable
 from runner.site.reference import reference_markdown
 from runner.tree.check import check
+from runner.tree.loading import load_challenge, load_phase, load_submission
 from runner.tree.located import ModelError
-from runner.tree.model import (
-    Result,
-    SubmissionDetails,
-    check_image_ref,
-    load_challenge,
-    load_phase,
-    load_result,
-    load_submission,
-)
+from runner.tree.references import check_image_ref
+from runner.tree.result_model import Result, load_result
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails
 from tests.helpers import CHALLENGE, IMAGE, PHASE, edit_yaml, write_submission
 
 DIGEST = "sha256:" + "ab" * 32

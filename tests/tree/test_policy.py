@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from runner.tree.model import Result, RunRecord, SubmissionDetails
 from runner.tree.policy import (
     EVALUATION_FAILED,
     not_by_form,
@@ -17,7 +16,9 @@ from runner.tree.policy import (
     visibility,
     window,
 )
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails
 from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
 
 CLOSES = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=UTC)

@@ -16,22 +16,13 @@ import yaml
 
 from runner.cli import main
 from runner.site.reference import reference_markdown
+from runner.tree.loading import load_approvals, load_challenge, load_phase
 from runner.tree.located import ModelError
-from runner.tree.model import (
-    MEASUREMENTS,
-    SUMMARIES,
-    Column,
-    CombinedLeaderboard,
-    Phase,
-    Result,
-    RunRecord,
-    load_approvals,
-    load_challenge,
-    load_phase,
-    load_result,
-)
+from runner.tree.model import CombinedLeaderboard
 from runner.tree.people import load_registration, load_teams
+from runner.tree.phase_model import Column, Phase
 from runner.tree.policy import window
+from runner.tree.result_model import MEASUREMENTS, SUMMARIES, Result, RunRecord, load_result
 from runner.tree.schema import KINDS, NAMES, json_schema, json_schemas
 from runner.tree.schema_parse import each_problem
 from tests.helpers import CHALLENGE, PHASE, phase_file
