@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from pathlib import Path
 from runner.evaluation.queue import EVALUATION_CONTEXT
 from runner.execution.docker_engine import LABEL, DockerEngine
 from runner.execution.sandbox import Executor
+from runner.settings import Settings
 
 CASES = 20
 QUEUE = 10
@@ -111,7 +113,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=30, help="warm runner against bare, interleaved")
     args = parser.parse_args()
     engine = DockerEngine()
-    base = engine.ensure_base()
+    base = engine.ensure_base(Settings.of(env=os.environ, cwd=Path.cwd()).base_image)
     with tempfile.TemporaryDirectory() as tmp:
         root, data_root, out = Path(tmp) / "repo", Path(tmp) / "data", Path(tmp) / "out"
         out.mkdir(mode=0o777)

@@ -48,6 +48,7 @@ WHEN = "2026-03-01T10:00:00+00:00"
 CHILD = """
 import sys, threading, time
 from pathlib import Path
+from runner.cli.common import settings_here
 from runner.cli.site import generate_pages
 from runner.site import serve
 mode, root = sys.argv[1], Path(sys.argv[2])
@@ -58,7 +59,7 @@ def say(line):
 say(f"base {time.process_time()}")
 def generate():
     say(f"start {time.time()}")
-    generate_pages(root)
+    generate_pages(root, settings_here())
 def watch(regenerate):
     serve.regenerate_on_edits(folders, regenerate, lambda line: say("log " + line), stop, ready=lambda: say("ready"))
 def poll():
@@ -69,7 +70,7 @@ def poll():
         if now != seen:
             seen = now
 if mode == "serve":
-    generate_pages(root)
+    generate_pages(root, settings_here())
 targets = {"watch": lambda: watch(lambda: None), "poll": poll, "serve": lambda: watch(generate)}
 target = targets[mode]
 thread = threading.Thread(target=target, daemon=True)

@@ -19,7 +19,7 @@ import pytest
 from runner.evaluation.examples import prepare_workspace
 from runner.execution.docker_engine import DockerEngine
 from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
-from tests.helpers import CHALLENGE, IMAGES, REPO
+from tests.helpers import CHALLENGE, IMAGES, REPO, base_image_setting
 
 TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
 
@@ -46,7 +46,8 @@ def engine(docker_client, base_image):
 @pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
     """python:3.11-slim where it can be pulled, else the offline Debian base (built once per machine)."""
-    return DockerEngine(docker_client).ensure_base()
+    return DockerEngine(docker_client).ensure_base(base_image_setting())
+
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from runner.execution.measure import GpuUnreadable, nvml_gpus
+from runner.settings import Settings
 from runner.tree.gitfiles import blob_id
-from runner.tree.model import Provenance, Result, RunRecord
+from runner.tree.result_model import Provenance, Result, RunRecord
 from runner.tree.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -189,3 +190,8 @@ def public_base_name(docker_client, base_image: str) -> Iterator[None]:
     finally:
         if not have:
             docker_client.images.remove(name, noprune=True)
+
+
+def base_image_setting() -> str | None:
+    """The base image the runner is given here: $CHALLENGE_BASE_IMAGE, else none (the default's)."""
+    return Settings.of(env=os.environ, cwd=Path.cwd()).base_image

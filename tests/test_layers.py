@@ -17,13 +17,15 @@ ALLOWED = {
     "errors": set(),
     "codekey": set(),
     "tree": {"errors", "codekey"},
+    "settings": {"errors", "codekey", "tree"},  # the runner's settings: given to lower stages as values
     "execution": {"errors", "codekey"},
-    "evaluation": {"errors", "codekey", "tree", "execution"},
+    "evaluation": {"errors", "codekey", "tree", "settings", "execution"},
     "ranking": {"errors", "codekey", "tree"},
     "site": {"errors", "codekey", "tree", "ranking"},
     "pullrequests": {"errors", "codekey", "tree", "ranking"},
     "evalkit": set(),  # copied alone into evaluation images
-    "cli": {"errors", "codekey", "tree", "execution", "evaluation", "ranking", "site", "pullrequests", "evalkit"},
+    "cli": {"errors", "codekey", "tree", "settings", "execution", "evaluation", "ranking", "site", "pullrequests",
+            "evalkit"},
 }
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE or p.stem not in ("__init__", "__main__"))
 
@@ -63,3 +65,14 @@ def test_each_stage_says_what_it_knows():
     for package in sorted(p for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
         doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
         assert package.name == "cli" or "Must not import" in doc, f"{package.name}: say what it may and may not import"
+
+
+RECORDS = ("model", "phase_model", "submission_model", "result_model")  # the tree's record declarations, in order
+
+
+@pytest.mark.parametrize("name", RECORDS)
+def test_records_are_declared_below_their_loaders(name):
+    """`loading` reads files into the records, so no record module imports it, nor a record module after it."""
+    used = {n for n in imported(PACKAGE / "tree" / f"{name}.py") if n.startswith("runner.tree.")}
+    later = {f"runner.tree.{other}" for other in ("loading", *RECORDS[RECORDS.index(name) + 1:])}
+    assert not used & later, f"runner/tree/{name}.py imports {sorted(used & later)}"

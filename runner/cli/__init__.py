@@ -15,7 +15,9 @@ from . import warm_client
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (7 ms of a forwarded job's start)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+
+    from rich.console import Console
 
 
 
@@ -85,25 +87,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run a parsed command; errors of ours (and the operating system's) as one line and status 1."""
+    from .common import err
+
+    return guarded(lambda: args.func(args) or 0, verbose=args.verbose, err=err)
+
+
+def guarded(run: Callable[[], int], *, verbose: bool, err: Console) -> int:
+    """`run`'s status; errors of ours (and the operating system's) as one line on `err` and status 1."""
     import traceback
 
     from runner.errors import ChallengeError
 
-    from .common import err
-
     try:
-        return args.func(args) or 0
+        return run()
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
     except (ChallengeError, OSError) as exc:  # every error of ours, and the operating system's (disk full, ...)
-        if args.verbose:
+        if verbose:
             err.print(traceback.format_exc(), markup=False)
         err.print(f"error: {exc}", markup=False)
         return 1
 
 
-def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+def parser(argv: Sequence[str] = (), *, parser_class: type[argparse.ArgumentParser] | None = None,
+           ) -> argparse.ArgumentParser:
+    """The `challenge` command's parser, with `argv`'s command's options; `parser_class` (its subcommands'
+    too) writes usage and errors where a warm runner's job wants them."""
     # Imported here: a job handed to a warm runner (`main`) pays for the interpreter and warm_client alone.
     import argparse
     import importlib
@@ -111,7 +121,7 @@ def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     from runner import __version__
 
-    p = argparse.ArgumentParser(prog="challenge", description=__doc__.splitlines()[0])
+    p = (parser_class or argparse.ArgumentParser)(prog="challenge", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"challenge {__version__}")
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: current folder)")
     p.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks on errors")

@@ -1,5 +1,6 @@
 """What every command shares: the two consoles and how tables and long steps are shown on them, the
-error for wrong arguments, and the tree as a runner host keeps it (its state folder)."""
+error for wrong arguments, what a command runs with (`Job`: its variables, folder and consoles; and the
+settings they make), and the tree as a runner host keeps it (its state folder)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import argparse
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
@@ -17,13 +19,13 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.errors import ChallengeError
+from runner.settings import Settings
 from runner.tree.policy import took
 from runner.tree.records import Keys
 from runner.tree.signing import SigningKey
 from runner.tree.store import Store
 from runner.tree.verification import Verifier
 
-ENV_STATE = "CHALLENGE_STATE_DIR"
 # What each command module's register() is given: `add_subparsers()`'s result. argparse's class is generic
 # only in its stubs, so the alias is a string (never evaluated at run time).
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -37,17 +39,36 @@ class UsageError(ChallengeError):
     """A wrong argument; the message says which and what to do."""
 
 
-def state_dir(root: Path) -> Path:
-    """What this runner keeps between jobs: $CHALLENGE_STATE_DIR on a runner host, else ROOT/build."""
-    return Path(os.environ.get(ENV_STATE) or root / "build").resolve()
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """What one command runs with besides its options: its variables, its working folder and its two
+    consoles. A command run here gets this process's (`Job.here`); a warm runner's job, its client's."""
+
+    env: Mapping[str, str]
+    cwd: Path
+    out: Console
+    err: Console
+
+    @classmethod
+    def here(cls) -> Job:
+        return cls(env=dict(os.environ), cwd=Path.cwd(), out=out, err=err)
+
+    def settings(self, args: argparse.Namespace | None = None) -> Settings:
+        """The runner's settings: `args`' options, else this job's variables, else the defaults."""
+        return Settings.of(args, env=self.env, cwd=self.cwd)
 
 
-def open_store(root: Path, *, keys: Keys = Keys(), copies: bool = True, signer: SigningKey | None = None,
-               verifier: Verifier | None = None) -> Store:
+def settings_here(args: argparse.Namespace | None = None) -> Settings:
+    """The settings of a command run in this process: its options, else this process's variables."""
+    return Job.here().settings(args)
+
+
+def open_store(root: Path, settings: Settings, *, keys: Keys = Keys(), copies: bool = True,
+               signer: SigningKey | None = None, verifier: Verifier | None = None) -> Store:
     """The tree at `root`, with what a runner keeps of it in its state folder: the submissions' locks and
     the whole results its public records withhold (read unless `copies` is False); results it writes are
     signed with `signer` (`keys.runner_store`); with a `verifier`, it reads only what verifies."""
-    state = state_dir(root)
+    state = settings.state(root)
     return Store(root, keys=keys, locks=state / "locks", withheld=state / "withheld", copies=copies, signer=signer,
                  verifier=verifier)
 

@@ -31,7 +31,7 @@ from runner.tree.sealing import Recipient, SealError, read_identity_file, recipi
 from runner.tree.store import Store
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out
+from .common import SubParsers, UsageError, err, open_store, out, settings_here
 
 
 def register(sub: SubParsers) -> None:
@@ -61,7 +61,7 @@ def register(sub: SubParsers) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    store = open_store(args.root)
+    store = open_store(args.root, settings_here())
     challenge = store.challenge(args.challenge)
     if not challenge.data:
         raise UsageError(f"challenge {args.challenge!r} lists no data sets (data: in its challenge.yml)")
@@ -115,7 +115,7 @@ def _download_all(chosen: list[Source], dest: Path) -> int:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
-    store = open_store(args.root)
+    store = open_store(args.root, settings_here())
     challenge = store.challenge(args.challenge)
     links = check_links(challenge, load_yaml(args.links).data or {}, where=str(args.links))
     hub = GitHub.from_env(args.repo, args.api_url, log=lambda line: err.print(line, markup=False))

@@ -13,6 +13,7 @@ from runner.evaluation.job import RunnerConfig, RunnerError
 from runner.evaluation.queue import JobReport
 from runner.evaluation.reruns import Choice
 from runner.execution.sandbox import Executor
+from runner.settings import add_options
 from runner.site import serve
 from runner.site.build import build_site
 from runner.tree.policy import took
@@ -22,7 +23,7 @@ from runner.tree.store import Store
 from runner.tree.verification import signers_path
 
 from . import summary
-from .common import SubParsers, err, out, port, stage
+from .common import SubParsers, err, out, port, settings_here, stage
 from .evaluate import runner_executor, with_progress
 from .keys import SIGNING_KEY_FILE
 from .leaderboard import cmd_leaderboard
@@ -57,7 +58,7 @@ def register(sub: SubParsers) -> None:
     d.add_argument("--no-serve", action="store_true", help="stop after building the site")
     d.add_argument("--port", type=port, default=8000)
     d.add_argument("--workspace", type=Path, help="where the demo works (default: ROOT/.demo)")
-    d.add_argument("--base-image", help="Python base image for the example images")
+    add_options(d, "base_image")
     d.set_defaults(func=cmd_demo)
 
 
@@ -73,20 +74,21 @@ def _rerun(rerun: DemoRerun, store: Store, *, executor: Executor, config: Runner
             preserve(store, store.phase(rerun.challenge, rerun.source), executor=executor,
                      folder=config.preserved_dir)
         carried = carry(store, rerun.challenge, source=rerun.source, target=rerun.target, choice=rerun.choice)
-        return with_progress(reruns.queue(store, carried), store=store, executor=executor, config=config, base=base)
+        return with_progress(reruns.queue(store, carried), store=store, executor=executor, config=config, base=base,
+                             out=out, err=err)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     if not args.no_serve:
         serve.check_port(args.port)  # now, rather than once the evaluations are done
-    root = args.root.resolve()
+    root, settings = args.root.resolve(), settings_here(args)
     workspace = examples.prepare_workspace(root, (args.workspace or root / ".demo").resolve())
     # The example participants have no GitHub keys: a debugging phase's logs are sealed to the organizers alone.
     store = Store(workspace, keys=Keys(github_keys=lambda login: []), signer=_demo_signer(workspace))
     err.print(f"demo workspace: {workspace}")
     with stage("preparing the base image"):  # built offline once per machine: about 2 minutes
-        executor, base = runner_executor(args.base_image, root=workspace)
+        executor, base = runner_executor(settings, root=workspace, log=err.print)
     err.print(f"base image: {base}")
     with contextlib.closing(executor):
         reports = _evaluate(store, executor=executor, base=base)
@@ -96,7 +98,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for phase in store.phases(slug):
             cmd_leaderboard(argparse.Namespace(root=workspace, challenge=slug, phase=phase, format="table"))
     with stage("building the site"):
-        site = build_site(generate_pages(workspace))
+        site = build_site(generate_pages(workspace, settings))
     out.print(f"results in {store.base}/*/results/, site built in {site}")
     err.print(f"demo done in {took(time.monotonic() - started)}")
     if not args.no_serve:
@@ -132,7 +134,8 @@ def _evaluate(store: Store, *, executor: Executor, base: str) -> list[JobReport]
                           log_dir=build / "logs", cache_dir=build / "cache", training_dir=build / "training",
                           preserved_dir=build / "preserved")
     with stage("evaluating the examples"):
-        reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base)
+        reports = with_progress(store.pending(), store=store, executor=executor, config=config, base=base, out=out,
+                                err=err)
     for rerun in RERUNS:
         reports += _rerun(rerun, store, executor=executor, config=config, base=base)
     return reports

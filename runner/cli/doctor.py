@@ -10,7 +10,7 @@ from rich.markup import escape
 from runner.evaluation.doctor import Check, Host, examine, failed
 
 from . import summary
-from .common import SubParsers, err, open_store, out, state_dir
+from .common import SubParsers, err, open_store, out, settings_here
 from .evaluate import add_runner_options, runner_config, runner_engine
 from .keys import runner_keys
 
@@ -25,9 +25,12 @@ def register(sub: SubParsers) -> None:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Every check with the options `challenge evaluate` would get; 1 if any fails, warnings included or not."""
-    store = open_store(args.root, keys=runner_keys())  # whom the runner seals to: GitHub's keys of github:<login>
-    host = Host(config=runner_config(args, store), state_dir=state_dir(store.root), base_image=args.base_image)
-    with contextlib.closing(runner_engine(root=store.root)) as executor:  # no GPUs: NVML is one of the checks
+    settings = settings_here(args)
+    # whom the runner seals to: GitHub's keys of github:<login>
+    store = open_store(args.root, settings, keys=runner_keys(settings))
+    host = Host(config=runner_config(settings, store), state_dir=settings.state(store.root),
+                base_image=settings.base_image)
+    with contextlib.closing(runner_engine(settings, root=store.root)) as executor:  # no GPUs: NVML is one of the checks
         checks = examine(store, executor, host, log=err.print)
     for check in checks:
         out.print(line(check), markup=True)

@@ -8,13 +8,13 @@ from pathlib import Path
 from runner.errors import printable
 from runner.tree.check import check
 from runner.tree.gc_export import imported_phase, read_export
+from runner.tree.loading import load_phase
 from runner.tree.located import ModelError
-from runner.tree.model import load_phase
 from runner.tree.schema_parse import each_problem
 from runner.tree.store import Store
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out
+from .common import SubParsers, UsageError, err, open_store, out, settings_here
 
 
 def register(sub: SubParsers) -> None:
@@ -29,7 +29,7 @@ def register(sub: SubParsers) -> None:
 
 
 def cmd_import_phase(args: argparse.Namespace) -> int:
-    store = open_store(args.root)
+    store = open_store(args.root, settings_here())
     phase = imported_phase(read_export(args.export))
     target = _target(store, args, phase.slug)
     if target.exists():

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
-import os
 import socket
 from pathlib import Path
 
+from runner.settings import STATE_ENV, Settings, variable
 from runner.tree.records import LOGS, SEALED, Keys, log_readers, logs_path, recipients, sealed_path, write_atomic
 from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
 from runner.tree.signing import (
@@ -30,11 +31,11 @@ from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
 
 from . import summary
-from .common import ENV_STATE, SubParsers, UsageError, err, open_store, out, state_dir
+from .common import SubParsers, UsageError, err, open_store, out, settings_here
 
-ENV_PUBLISH_KEY = "CHALLENGE_PUBLISH_KEY"
-ENV_SIGNING_KEY = "CHALLENGE_SIGNING_KEY"
-ENV_ALLOWED_SIGNERS = "CHALLENGE_ALLOWED_SIGNERS"
+ENV_PUBLISH_KEY = variable("publish_key")
+ENV_SIGNING_KEY = variable("signing_key")
+ENV_ALLOWED_SIGNERS = variable("allowed_signers")
 SIGNING_KEY_FILE = "signing_key"
 RECORD = "the result's public record, results/<phase>/<participant>/<id>.json"
 
@@ -69,31 +70,32 @@ def _identity(parser: argparse.ArgumentParser, default: Path | None = None) -> N
                         help="a file with your private key: an age identity or an OpenSSH private key")
 
 
-def runner_keys() -> Keys:
+def runner_keys(settings: Settings) -> Keys:
     """What the runner seals with: GitHub's public SSH keys of participants and github:<login>
     recipients, read through the API (with Actions' GITHUB_TOKEN and GITHUB_API_URL when set)."""
-    return Keys(github_keys=_github_keys, github_account=_github_account)
+    return Keys(github_keys=functools.partial(_github_keys, settings),
+                github_account=functools.partial(_github_account, settings))
 
 
-def _github_keys(login: str) -> list[str]:
-    from runner.pullrequests.github import GitHub  # PyGithub only for runs that seal
+def _github_keys(settings: Settings, login: str) -> list[str]:
+    from runner.pullrequests.github import API_URL, GitHub  # PyGithub only for runs that seal
 
-    return GitHub.users().ssh_keys(login)
-
-
-def _github_account(login: str) -> bool:
-    from runner.pullrequests.github import GitHub
-
-    return GitHub.users().account_exists(login)
+    return GitHub("", token=settings.github_token, api_url=settings.github_api_url or API_URL).ssh_keys(login)
 
 
-def publish_keys() -> Keys:
+def _github_account(settings: Settings, login: str) -> bool:
+    from runner.pullrequests.github import API_URL, GitHub
+
+    return GitHub("", token=settings.github_token, api_url=settings.github_api_url or API_URL).account_exists(login)
+
+
+def publish_keys(settings: Settings) -> Keys:
     """The site's publish key from CHALLENGE_PUBLISH_KEY (the Actions secret), if it is set."""
-    secret = os.environ.get(ENV_PUBLISH_KEY, "").strip()
+    secret = settings.publish_key
     return Keys(identities=tuple(identities([secret]))) if secret else Keys()
 
 
-def pinned_signers(file: Path | None = None) -> Signers | None:
+def pinned_signers(settings: Settings, file: Path | None = None) -> Signers | None:
     """The runner keys pinned outside the tree: allowed_signers lines in `file` (`--signers`), else in
     CHALLENGE_ALLOWED_SIGNERS (publish.yml passes the Actions variable: a writer of the repository can edit
     challenges/allowed_signers, not the repository's variables)."""
@@ -104,24 +106,24 @@ def pinned_signers(file: Path | None = None) -> Signers | None:
         if not signers.entries:  # asked for: trusting the tree's file instead would defeat the point
             raise UsageError(f"--signers {file}: lists no key")
         return signers
-    text = os.environ.get(ENV_ALLOWED_SIGNERS, "")
-    if not text.strip():  # an Actions variable that is not set reads as empty
+    text = settings.allowed_signers
+    if text is None:  # an Actions variable that is not set reads as empty: not set
         return None
     if len(text.encode()) > MAX_SIGNERS_BYTES:
         raise UsageError(f"{ENV_ALLOWED_SIGNERS}: more than an allowed-signers file needs")
     return parse_signers(text, source=ENV_ALLOWED_SIGNERS)
 
 
-def tree_verifier(root: Path, *, signers: Path | None = None) -> Verifier:
+def tree_verifier(root: Path, settings: Settings, *, signers: Path | None = None) -> Verifier:
     """What checks the results of the tree at `root`, trusting the pinned keys where there are some."""
-    return Verifier.of(root.resolve(), pinned=pinned_signers(signers))  # as the store resolves it
+    return Verifier.of(root.resolve(), pinned=pinned_signers(settings, signers))  # as the store resolves it
 
 
-def signing_key(root: Path) -> SigningKey:
+def signing_key(root: Path, settings: Settings) -> SigningKey:
     """The key this runner signs results with: the OpenSSH Ed25519 key file CHALLENGE_SIGNING_KEY names,
     else signing_key in its state folder (made the first time)."""
-    path = signing_key_file(root)
-    if not os.environ.get(ENV_SIGNING_KEY, "").strip():
+    path = signing_key_file(root, settings)
+    if settings.signing_key is None:
         return load_or_create(path)
     try:
         return read_key(path.read_bytes(), where=f"{ENV_SIGNING_KEY}={path}")
@@ -129,23 +131,22 @@ def signing_key(root: Path) -> SigningKey:
         raise UsageError(f"{ENV_SIGNING_KEY}={path}: cannot read it ({exc.strerror})") from None
 
 
-def signing_key_file(root: Path) -> Path:
+def signing_key_file(root: Path, settings: Settings) -> Path:
     """Where the runner's signing key is: the file CHALLENGE_SIGNING_KEY names, else in the state folder."""
-    named = os.environ.get(ENV_SIGNING_KEY, "").strip()
-    return Path(named) if named else state_dir(root) / SIGNING_KEY_FILE
+    return settings.signing_key or settings.state(root) / SIGNING_KEY_FILE
 
 
-def runner_store(root: Path, *, keys: Keys) -> Store:
+def runner_store(root: Path, *, settings: Settings, keys: Keys) -> Store:
     """The store a runner writes results into, signing them. Refused when the tree lists its runners' keys
     and not this one: the site would refuse every result it signs."""
-    key = signing_key(root)
-    verifier = tree_verifier(root)
+    key = signing_key(root, settings)
+    verifier = tree_verifier(root, settings)
     signers = verifier.signers
     if signers is not None and not signers.allows(key, when=dt.datetime.now(dt.UTC)):
         raise UsageError(f"{signers.source}: no line lets this runner's signing key sign results now (listed, "
                          f"valid today, namespace challenge-result): add the line `challenge keys runner` prints, "
                          f"or set {ENV_SIGNING_KEY} to a listed key")
-    return open_store(root, keys=keys, signer=key, verifier=verifier)  # reruns carry what verifies
+    return open_store(root, settings, keys=keys, signer=key, verifier=verifier)  # reruns carry what verifies
 
 
 def principal(text: str) -> str:
@@ -157,9 +158,11 @@ def principal(text: str) -> str:
 
 
 def cmd_keys_runner(args: argparse.Namespace) -> int:
-    key = signing_key(args.root)
-    err.print(f"This runner signs with {signing_key_file(args.root)}: run this command with the environment "
-              f"the runner's service has ({ENV_STATE} or {ENV_SIGNING_KEY}), so that it is the same key.")
+    settings = settings_here()
+    key = signing_key(args.root, settings)
+    err.print(f"This runner signs with {signing_key_file(args.root, settings)}: run this command with the "
+              f"environment the runner's service has ({STATE_ENV} or {ENV_SIGNING_KEY}), so that it is the same "
+              "key.")
     err.print(f"Commit this line to {signers_path(args.root.resolve()).relative_to(args.root.resolve())} so that "
               "everyone can check what this runner signs (keep the private key where it is, never commit it):")
     out.print(signers_line(args.name, key, valid_after=dt.datetime.now(dt.UTC)), markup=False)
@@ -196,7 +199,8 @@ def cmd_reseal(args: argparse.Namespace) -> int:
     """Every sealed result, and every debugging phase's sealed logs, sealed again to who reads them now:
     the recipients in challenge.yml (github:<login> read through GitHub, as the runner reads them)."""
     mine = read_identity_file(args.identity)
-    store = open_store(args.root, keys=runner_keys())
+    settings = settings_here()
+    store = open_store(args.root, settings, keys=runner_keys(settings))
     slugs = [args.challenge] if args.challenge else store.slugs()
     count = 0
     for slug in slugs:

@@ -9,17 +9,18 @@ from pathlib import Path
 
 from rich.table import Table
 
-from runner.ranking.leaderboard import combined, leaderboard
+from runner.ranking.leaderboard import combined, phase_leaderboard
 from runner.ranking.tables import fields, fmt, records, to_csv
-from runner.tree.exclusions import ranking_exclusions
 from runner.tree.history import History, HistoryError, parse_when
-from runner.tree.model import CombinedLeaderboard, Phase, Result
+from runner.tree.model import CombinedLeaderboard
+from runner.tree.phase_model import Phase
 from runner.tree.records import Keys
+from runner.tree.result_model import Result
 from runner.tree.sealing import read_identity_file
 from runner.tree.store import Store
 
 from . import summary
-from .common import SubParsers, UsageError, open_store, print_table
+from .common import SubParsers, UsageError, open_store, print_table, settings_here
 from .keys import tree_verifier
 
 
@@ -43,13 +44,15 @@ def leaderboard_keys(args: argparse.Namespace) -> Keys:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     keys = leaderboard_keys(args)
     # With a key, whole results only where it opens them: the runner's own copies open to no key.
-    store = open_store(args.root, keys=keys, copies=not keys.identities, verifier=tree_verifier(args.root))
+    settings = settings_here()
+    store = open_store(args.root, settings, keys=keys, copies=not keys.identities,
+                       verifier=tree_verifier(args.root, settings))
     spec = next((c for c in store.challenge(args.challenge).combined_leaderboards if c.slug == args.phase), None)
     if spec is not None:
         return _combined(store, args, spec)
     phase = store.phase(args.challenge, args.phase)
     results = _results(store, args, phase)
-    board = leaderboard(phase, results, excluded=ranking_exclusions(store.paths, phase, results))
+    board = phase_leaderboard(store.paths, phase, results)
     if args.format == "json":
         print(json.dumps(records(board), indent=2))
     elif args.format == "csv":
@@ -68,8 +71,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 def _combined(store: Store, args: argparse.Namespace, spec: CombinedLeaderboard) -> int:
     """A combined leaderboard of the challenge, named in place of a phase."""
     phases = [store.phase(args.challenge, slug) for slug, _ in spec.phases]
-    boards = {p.slug: leaderboard(p, results, excluded=ranking_exclusions(store.paths, p, results))
-              for p in phases for results in [_results(store, args, p)]}
+    boards = {p.slug: phase_leaderboard(store.paths, p, _results(store, args, p)) for p in phases}
     rows = [{"rank": r.rank, "participant": r.participant, **dict(zip((s for s, _ in spec.phases), r.phase_ranks)),
              "combined": r.value} for r in combined(spec, boards)]
     header = ["rank", "participant", *(s for s, _ in spec.phases), "combined"]

@@ -12,7 +12,7 @@ from runner.site.build import SiteConfig
 from runner.site.report import build_report, write_report
 
 from . import summary
-from .common import SubParsers, err, open_store, out
+from .common import SubParsers, err, open_store, out, settings_here
 from .keys import tree_verifier
 from .leaderboard import leaderboard_keys
 
@@ -40,7 +40,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         task = bar.add_task("report", total=None)
         keys = leaderboard_keys(args)
         # A key sees only what it opens; what does not verify is left out, as the site leaves it out.
-        store = open_store(root, keys=keys, copies=not keys.identities, verifier=tree_verifier(root))
+        settings = settings_here()
+        store = open_store(root, settings, keys=keys, copies=not keys.identities,
+                           verifier=tree_verifier(root, settings))
         report = build_report(store, args.challenge, phases=args.phase, samples=args.samples,
                               whole=bool(keys.identities),
                               seed=args.seed, progress=lambda done, total, what: bar.update(

@@ -16,16 +16,18 @@ from runner.evaluation import reruns
 from runner.evaluation.archives import preserve_image
 from runner.evaluation.reruns import Carried, Choice, Standing
 from runner.execution.sandbox import Executor
-from runner.ranking.leaderboard import leaderboard
-from runner.tree.exclusions import ranking_exclusions
-from runner.tree.model import ModelError, Phase, Result, Submission
+from runner.ranking.leaderboard import phase_leaderboard
+from runner.settings import add_options
+from runner.tree.located import ModelError
+from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility
+from runner.tree.result_model import Result
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store
+from .common import Job, SubParsers, UsageError, err, open_store, settings_here
 from .evaluate import (
-    add_preserved_dir,
     add_runner_options,
     evaluate_queue,
     preserved_dir,
@@ -60,7 +62,7 @@ def register(sub: SubParsers) -> None:
     p = sub.add_parser("preserve", help=summary("preserve"))
     p.add_argument("challenge")
     p.add_argument("--phase", required=True)
-    add_preserved_dir(p)
+    add_options(p, "preserved_dir")
     p.set_defaults(func=cmd_preserve)
 
 
@@ -72,12 +74,14 @@ def positive(text: str) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     # The organizer's key ranks a withheld phase; GitHub's keys seal the new results where the target withholds.
-    store = runner_store(args.root, keys=dataclasses.replace(runner_keys(),
-                                                             identities=leaderboard_keys(args).identities))
+    job = Job.here()
+    settings = job.settings(args)
+    store = runner_store(args.root, settings=settings, keys=dataclasses.replace(
+        runner_keys(settings), identities=leaderboard_keys(args).identities))
     choice = Choice("top", args.top) if args.top else Choice(args.how)
     carried = carry(store, args.challenge, source=args.source, target=args.target, choice=choice,
                     publish_selection=args.publish_selection)
-    status = evaluate_queue(reruns.queue(store, carried), store=store, args=args)
+    status = evaluate_queue(reruns.queue(store, carried), store=store, settings=settings, job=job)
     return 1 if any(c.state == "conflict" for c in carried) else status
 
 
@@ -109,7 +113,7 @@ def carry(store: Store, challenge: str, *, source: str, target: str, choice: Cho
 def standings(store: Store, phase: Phase, results: list[Result]) -> list[Standing]:
     """Each of `results` (the phase's) with its rank on the leaderboard they make; what an organizer
     excluded from the rankings is left out of reruns too."""
-    board = leaderboard(phase, results, excluded=ranking_exclusions(store.paths, phase, results))
+    board = phase_leaderboard(store.paths, phase, results)
     ranks = {(r.participant, r.submission): r.rank for r in board.rows}
     out = {(e.result.participant, e.result.submission) for e in board.excluded}
     return [Standing(r, ranks.get((r.participant, r.submission))) for r in results
@@ -117,13 +121,14 @@ def standings(store: Store, phase: Phase, results: list[Result]) -> list[Standin
 
 
 def cmd_preserve(args: argparse.Namespace) -> int:
-    store = open_store(args.root)
+    settings = settings_here(args)
+    store = open_store(args.root, settings)
     phase = store.phase(args.challenge, args.phase)
     if not phase.runs_algorithms:
         raise UsageError(f"{args.challenge}/{args.phase} takes predictions files: there are no images to preserve")
-    executor = runner_engine(root=store.root)
+    executor = runner_engine(settings, root=store.root)
     with contextlib.closing(executor):
-        failed = preserve(store, phase, executor=executor, folder=preserved_dir(args, store))
+        failed = preserve(store, phase, executor=executor, folder=preserved_dir(settings, store))
     return 1 if failed else 0
 
 
@@ -134,7 +139,7 @@ def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path) ->
     if not refs:
         err.print(f"{phase.challenge}/{phase.slug}: no submitted images to preserve")
     failed = 0
-    with progress_bar() as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task("preserving", total=len(refs))
         for ref in refs:
             try:

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import tempfile
 from pathlib import Path
 
 from runner.errors import ChallengeError, printable
 from runner.evaluation.job import ContainerFailed, RunnerConfig, SubmissionFailure, predict
-from runner.tree.model import Phase, Result
+from runner.settings import add_options
+from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable
+from runner.tree.result_model import Result
 from runner.tree.store import Store
 
 from . import summary
-from .common import SubParsers, UsageError, err, out, stage
-from .evaluate import ENV_GPUS, gpu_ids, preserved_dir, runner_executor
+from .common import SubParsers, UsageError, err, out, settings_here, stage
+from .evaluate import preserved_dir, runner_executor
 from .tryout import SCRATCH, print_logs, print_tail
 
 
@@ -37,15 +38,9 @@ def register(sub: SubParsers) -> None:
                    help="your cases, laid out as the phase's inputs: one file or folder per case")
     r.add_argument("--output", type=Path, required=True, metavar="DIR",
                    help="an empty or new folder for what the algorithm writes")
-    r.add_argument("--preserved-dir", type=Path, metavar="DIR", help="archives of algorithm images saved by "
-                   "`challenge preserve`, used when an image cannot be pulled (default: <state folder>/preserved)")
-    r.add_argument("--allow-local-images", action="store_true", help="also run an image this engine holds by its "
-                   "ID (sha256:..., as the demo's results name theirs) and fetch archives from private addresses")
     r.add_argument("--logs", action="store_true", help="print the algorithm's full logs")
-    r.add_argument("--base-image", help="Python base image of the runner's helper containers")
-    r.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
-    r.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""), help=f"GPU indices to use (or ${ENV_GPUS}); "
-                   "a GPU phase's algorithm runs on the CPU when none is given")
+    # without GPUs, a GPU phase's algorithm runs on the CPU
+    add_options(r, "preserved_dir", "allow_local_images", "base_image", "runtime", "gpus")
     r.set_defaults(func=cmd_run)
 
 
@@ -59,12 +54,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     submission = store.submission(store.paths.submission_file(result.challenge, result.phase, result.participant,
                                                               result.submission))
     (store.root / SCRATCH).mkdir(parents=True, exist_ok=True)
-    gpus = gpu_ids(args.gpus)
-    executor, _ = runner_executor(args.base_image, root=store.root, gpus=gpus)
+    settings = settings_here(args)
+    gpus = settings.gpus
+    executor, _ = runner_executor(settings, root=store.root, gpus=gpus, log=err.print)
     with contextlib.closing(executor), tempfile.TemporaryDirectory(prefix="run-", dir=store.root / SCRATCH) as tmp:
-        config = RunnerConfig(data_root=Path(tmp), log_dir=Path(tmp, "logs"), runtime=args.runtime, gpu_ids=gpus,
-                              allow_local_images=args.allow_local_images, cpu_fallback=True,
-                              preserved_dir=preserved_dir(args, store))
+        config = RunnerConfig(data_root=Path(tmp), log_dir=Path(tmp, "logs"), runtime=settings.runtime, gpu_ids=gpus,
+                              allow_local_images=settings.allow_local_images, cpu_fallback=True,
+                              preserved_dir=preserved_dir(settings, store))
         cases = sum(1 for p in inputs.iterdir() if not p.name.startswith("."))
         what = printable(submission.image_archive.url if submission.image_archive else submission.image or "", 300)
         logs = Path(tmp, "logs", submission.key)

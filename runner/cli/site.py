@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from runner.settings import Settings
 from runner.site import pages, serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
 
 from . import summary
-from .common import SubParsers, err, open_store, out, port
+from .common import SubParsers, err, open_store, out, port, settings_here
 from .keys import ENV_ALLOWED_SIGNERS, publish_keys, tree_verifier
 
 
@@ -24,14 +25,14 @@ def register(sub: SubParsers) -> None:
     s.set_defaults(func=cmd_serve)
 
 
-def generate_pages(root: Path) -> SiteConfig:
+def generate_pages(root: Path, settings: Settings) -> SiteConfig:
     """The staging folder, with what the phases allow now unsealed when the publish key is set."""
     config = SiteConfig.read(root)
-    verifier = tree_verifier(root)
+    verifier = tree_verifier(root, settings)
     if verifier.enforced and not verifier.pinned:
         err.print("note: the runners' keys are read from challenges/allowed_signers, which anyone who can push "
                   f"may edit: pin them in the {ENV_ALLOWED_SIGNERS} variable (challenges/organizers.md)")
-    store = open_store(root, keys=publish_keys(), verifier=verifier)  # publishes only what verifies
+    store = open_store(root, settings, keys=publish_keys(settings), verifier=verifier)  # publishes only what verifies
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
     builder_config(config)  # the navigation just generated, for the site builder
@@ -39,7 +40,7 @@ def generate_pages(root: Path) -> SiteConfig:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    config = generate_pages(args.root.resolve())
+    config = generate_pages(args.root.resolve(), settings_here())
     if args.pages_only:
         out.print(f"pages generated in {config.stage}")
         return 0
@@ -49,9 +50,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    root = args.root.resolve()
+    root, settings = args.root.resolve(), settings_here()
     config = SiteConfig.read(root)
     # markup=False: an error message quoting YAML ("[1, 2]") is printed as it is, not as Rich markup.
-    return serve.serve_live(config.site, args.port, lambda: build_site(generate_pages(root)),
+    return serve.serve_live(config.site, args.port, lambda: build_site(generate_pages(root, settings)),
                             [root / "challenges", config.templates, config.assets],
                             log=lambda line: err.print(line, markup=False))

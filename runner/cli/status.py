@@ -9,7 +9,7 @@ import datetime as dt
 from runner.tree.policy import window
 
 from . import summary
-from .common import SubParsers, err, open_store, out
+from .common import SubParsers, err, open_store, out, settings_here
 
 
 def register(sub: SubParsers) -> None:
@@ -22,7 +22,7 @@ def register(sub: SubParsers) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    store = open_store(args.root)
+    store = open_store(args.root, settings_here())
     phase, now = store.phase(args.challenge, args.phase), dt.datetime.now(dt.UTC)
     state = window(phase, now)
     out.print(f"phase {phase.title!r} takes submissions now" if state.open else state.reason, markup=False)

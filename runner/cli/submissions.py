@@ -27,7 +27,7 @@ from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out
+from .common import SubParsers, UsageError, err, open_store, out, settings_here
 
 VERDICT_FILE = "verdict.json"
 DISPATCH_EVENT = "evaluate"  # what the runner repository's evaluate workflow listens for
@@ -150,7 +150,7 @@ def cmd_check_submission(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     proposal = Proposal(args.author, gitops.changes(root, args.base, args.head),
                         lambda path: gitops.show(root, args.head, path))
-    verdict = check(open_store(root), proposal, now=_now(), allow_local_images=args.allow_local_images)
+    verdict = check(open_store(root, settings_here()), proposal, now=_now(), allow_local_images=args.allow_local_images)
     _print_verdict(verdict)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +165,7 @@ def cmd_check_submission(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     number = args.pr if args.pr is not None else _number(args.verdict)
-    result = review(_hub(args), open_store(root), number=number, head_sha=args.head_sha,
+    result = review(_hub(args), open_store(root, settings_here()), number=number, head_sha=args.head_sha,
                     base=args.base or gitops.current_branch(root), now=_now(), merge=args.merge,
                     allow_local_images=args.allow_local_images)
     if result.skipped:
@@ -185,8 +185,8 @@ def cmd_from_issue(args: argparse.Namespace) -> int:
     if args.issue < 1:
         raise UsageError(f"--issue {args.issue}: not an issue number")
     root = args.root.resolve()
-    done = submit_issue(_hub(args), open_store(root), number=args.issue, base=args.base or gitops.current_branch(root),
-                        now=_now(), merge=args.merge)
+    done = submit_issue(_hub(args), open_store(root, settings_here()), number=args.issue,
+                        base=args.base or gitops.current_branch(root), now=_now(), merge=args.merge)
     if done.review is not None and done.review.verdict is not None:
         _print_verdict(done.review.verdict)
     for problem in done.problems:
@@ -216,7 +216,7 @@ def _number(verdict_file: Path) -> int:
 
 
 def cmd_notify(args: argparse.Namespace) -> int:
-    notices = notify(_hub(args), open_store(args.root), commit=args.commit, now=_now())
+    notices = notify(_hub(args), open_store(args.root, settings_here()), commit=args.commit, now=_now())
     for notice in notices:
         where = ", ".join(f"#{n} ({c})" for n, c in zip(notice.pulls, notice.comments)) or "no pull request"
         out.print(f"{notice.result}: {where}", markup=False)
@@ -231,7 +231,7 @@ def cmd_notify(args: argparse.Namespace) -> int:
 def cmd_pending(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise UsageError("--shards must be at least 1")
-    pending = open_store(args.root).pending()
+    pending = open_store(args.root, settings_here()).pending()
     shards = shard_labels(len(pending), args.shards)
     if args.format == "json":
         print(json.dumps({"count": len(pending), "shards": shards}))
@@ -258,7 +258,7 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
                          "the runner repository (challenges/organizers.md)")
     if not os.environ.get(ENV_TOKEN):
         raise UsageError(f"no token: set {ENV_TOKEN} (the workflow passes the secret RUNNER_DISPATCH_TOKEN)")
-    pending = len(open_store(args.root).pending())
+    pending = len(open_store(args.root, settings_here()).pending())
     if not pending:
         out.print("nothing pending: no evaluation asked for")
         return 0
@@ -339,7 +339,7 @@ def _dry_dispatch(args: argparse.Namespace, checkout: Path) -> bool:
     runner = args.runner_repo or f"{args.repo}-runner"
     with _token(os.environ.get(ENV_TOKEN) or "dry-run-dispatch-token"):  # the workflow's RUNNER_DISPATCH_TOKEN
         _challenge(checkout, "dispatch", "--to", runner, "--api-url", args.api_url)
-    return bool(open_store(checkout).pending())
+    return bool(open_store(checkout, settings_here()).pending())
 
 
 @contextlib.contextmanager
@@ -361,7 +361,7 @@ def _dry_evaluate(args: argparse.Namespace, workspace: Path, api: tuple[str, ...
     gitops.git(workspace, "clone", "--quiet", str(args.remote), str(checkout))
     _challenge(checkout, "pending", "--shards", str(args.shards))
     base = ("--base-image", args.base_image) if args.base_image else ()
-    for shard in shard_labels(len(open_store(checkout).pending()), args.shards):
+    for shard in shard_labels(len(open_store(checkout, settings_here()).pending()), args.shards):
         _step(f"runner-repository/evaluate.yml: shard {shard} on the GPU runner")
         _challenge(checkout, "evaluate", "--pending", "--shard", shard, "--data-root", str(args.data_root),
                    "--allow-local-images", *base)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
@@ -11,7 +10,7 @@ from runner.tree.check import Report, check
 from runner.tree.records import Keys
 
 from . import summary
-from .common import SubParsers, err, open_store, out
+from .common import SubParsers, err, open_store, out, settings_here
 from .keys import runner_keys
 
 
@@ -24,8 +23,9 @@ def register(sub: SubParsers) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     """Print every problem, then every warning; only problems fail the check."""
     # github: recipients are read as the runner reads them, where GitHub is configured (Actions sets both).
-    online = os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_API_URL")
-    store = open_store(args.root, keys=runner_keys() if online else Keys())
+    settings = settings_here()
+    online = settings.github_token or settings.github_api_url
+    store = open_store(args.root, settings, keys=runner_keys(settings) if online else Keys())
     workflows = args.path is not None and args.path.resolve().is_relative_to((store.root / WORKFLOWS).resolve())
     report = Report() if workflows else check(store, args.path)
     if args.path is None or workflows:  # the repository's own workflows: GitHub-hosted runners only

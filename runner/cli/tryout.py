@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -31,18 +29,23 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
+from runner.codekey import file_sha256
 from runner.errors import ChallengeError, printable
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image
 from runner.execution.sandbox import Executor, SandboxError
 from runner.ranking.leaderboard import leaderboard
 from runner.ranking.tables import fmt
-from runner.tree.model import Phase, Result, Submission, load_submission, participant_yaml
+from runner.settings import add_options
+from runner.tree.loading import load_submission, participant_yaml
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 from . import summary
-from .common import SubParsers, UsageError, err, out, print_table, stage
-from .evaluate import ENV_GPUS, gpu_ids, runner_executor
+from .common import SubParsers, UsageError, err, out, print_table, settings_here, stage
+from .evaluate import runner_executor
 
 SCRATCH = Path("build", "try")
 LOG_TAIL = 20  # lines of the failing container's log shown
@@ -56,17 +59,16 @@ def register(sub: SubParsers) -> None:
     t.add_argument("--data", type=Path, metavar="DIR", help="a folder with inputs/ and ground-truth/ to run on "
                    "(default: the challenge's data/sample)")
     t.add_argument("--logs", action="store_true", help="print the containers' full logs")
-    t.add_argument("--base-image", help="Python base for building the evaluation image")
-    t.add_argument("--runtime", help="container runtime, e.g. runsc for gVisor")
-    t.add_argument("--gpus", default=os.environ.get(ENV_GPUS, ""), help=f"GPU indices to use (or ${ENV_GPUS})")
+    add_options(t, "base_image", "runtime", "gpus")
     t.set_defaults(func=cmd_try)
 
 
 def cmd_try(args: argparse.Namespace) -> int:
     store = Store(args.root)
     (store.root / SCRATCH).mkdir(parents=True, exist_ok=True)
-    gpus = gpu_ids(args.gpus)
-    executor, base = runner_executor(args.base_image, root=store.root, gpus=gpus)
+    settings = settings_here(args)
+    gpus = settings.gpus
+    executor, base = runner_executor(settings, root=store.root, gpus=gpus, log=err.print)
     with contextlib.closing(executor), _scratch(store) as scratch:
         submission = _submission(store, args, scratch, executor)
         phase = store.phase(submission.challenge, submission.phase)
@@ -77,7 +79,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         err.print(f"{_doing(submission, phase, data)} from {data}", markup=False)
         config = RunnerConfig(data_root=root, log_dir=scratch / "logs", allow_local_images=True,
                               training_dir=scratch / "training",
-                              runtime=args.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
+                              runtime=settings.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
         result = evaluate(submission, store=store, executor=executor, config=config, evaluation_image=image,
                           on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False))
         logs = scratch / "logs" / submission.key
@@ -148,7 +150,7 @@ def _scratch_predictions(store: Store, file: Path, scratch: Path, *, challenge: 
     folder = scratch / "submission"
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(file, folder / file.name)
-    digest = hashlib.sha256((folder / file.name).read_bytes()).hexdigest()
+    digest = file_sha256(folder / file.name)
     body = {"phase": phase.slug, "predictions": {"file": file.name, "sha256": digest}}
     return _write(store, scratch, body, challenge=challenge, phase=phase)
 

@@ -12,13 +12,13 @@ from runner.errors import ChallengeError
 from runner.evaluation.queue import evaluate_again
 from runner.evaluation.reproduce import Tolerance, compare
 from runner.tree.gitfiles import shallow
-from runner.tree.model import Result, load_result
 from runner.tree.records import read_sealed
+from runner.tree.result_model import Result, load_result
 from runner.tree.store import Store
 from runner.tree.verification import Check, Verifier
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out, stage
+from .common import SubParsers, UsageError, err, open_store, out, settings_here, stage
 from .evaluate import add_runner_options, runner_config, runner_executor
 from .keys import publish_keys, runner_keys, tree_verifier
 from .leaderboard import leaderboard_keys
@@ -45,9 +45,10 @@ def register(sub: SubParsers) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    verifier = tree_verifier(root, signers=args.signers)
-    keys = leaderboard_keys(args) if args.identity else publish_keys()
-    store = open_store(root, keys=keys, copies=False)
+    settings = settings_here()
+    verifier = tree_verifier(root, settings, signers=args.signers)
+    keys = leaderboard_keys(args) if args.identity else publish_keys(settings)
+    store = open_store(root, settings, keys=keys, copies=False)
     paths = _records(args.path.resolve() if args.path else store.base)
     if not paths:  # not "0 verified", which reads as a pass
         out.print(f"no result records under {args.path or store.base}: nothing to verify", markup=False)
@@ -103,13 +104,14 @@ def _checks(path: Path, store: Store, verifier: Verifier) -> list[tuple[str, Che
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    store = open_store(args.root, keys=runner_keys() if not args.identity else leaderboard_keys(args))
+    settings = settings_here(args)
+    store = open_store(args.root, settings, keys=runner_keys(settings) if not args.identity else leaderboard_keys(args))
     path = args.result.resolve()
     recorded = _whole(store, path)
     submission = store.submission(store.paths.submission_file(recorded.challenge, recorded.phase,
                                                               recorded.participant, recorded.submission))
-    config = dataclasses.replace(runner_config(args, store), cache_dir=None)  # measured again, never reused
-    executor, base = runner_executor(args.base_image, root=store.root, gpus=config.gpu_ids)
+    config = dataclasses.replace(runner_config(settings, store), cache_dir=None)  # measured again, never reused
+    executor, base = runner_executor(settings, root=store.root, gpus=config.gpu_ids, log=err.print)
     with contextlib.closing(executor), stage(f"evaluating {submission.key} again"):
         again = evaluate_again(submission, store=store, executor=executor, config=config, base=base, log=err.print)
     result = compare(recorded, again, Tolerance(absolute=args.atol, relative=args.rtol))

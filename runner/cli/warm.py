@@ -5,7 +5,9 @@ engine's connection, a keeper container for /output and its removal. A runner ho
 one submission per workflow job keeps this process running instead (a systemd service beside the
 Actions runner); each job's `challenge evaluate --runner SOCKET ...` sends it its arguments, working
 folder and CHALLENGE_* variables, and prints what comes back (`warm_client`). The engine, its pool
-of /output areas and the built evaluation images stay warm between jobs.
+of /output areas and the built evaluation images stay warm between jobs. A job runs with its client's
+folder, variables and output passed to it (`common.Job`): this process's environment, working folder
+and consoles stay as they are.
 
 Jobs run one at a time, in the order they arrive. A job is exactly what `challenge evaluate` would
 have done in that folder: the same options, locks, results and exit status. If this process dies
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import json
 import math
@@ -27,17 +30,22 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
-from runner.errors import ChallengeError
+from rich.console import Console
+
 from runner.execution.sandbox import Executor
+from runner.settings import Settings
 
 from . import summary
-from .common import SubParsers, UsageError, err, out
-from .evaluate import gpu_ids, runner_executor
+from .common import Job, SubParsers, UsageError, err
+from .evaluate import Warm, evaluate_job, runner_executor
 from .warm_client import forwarded
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 READ_TIMEOUT_S = 30.0  # a connection that sends no request, or a client that stops reading, is dropped
 SWEEP_EVERY_S = 60.0  # what dead runners left is swept at the first job, then at most this often
@@ -112,10 +120,10 @@ class _Warm:
         self.swept_at = time.monotonic()
         return True
 
-    def executor(self, base_image: str | None, *, root: Path, gpus: tuple[str, ...]) -> tuple[Executor, str]:
-        key = (gpus, base_image)
+    def executor(self, settings: Settings, *, root: Path, log: Callable[[str], None]) -> tuple[Executor, str]:
+        key = (settings.gpus, settings.base_image)
         if key not in self.executors:
-            self.executors[key] = runner_executor(base_image, root=root, gpus=gpus)
+            self.executors[key] = runner_executor(settings, root=root, gpus=settings.gpus, log=log)
         return self.executors[key]
 
     def serve(self, connection: socket.socket) -> None:
@@ -130,30 +138,31 @@ class _Warm:
         argv, cwd, env = request
         client = _Client(connection)
         try:
-            with _inside(cwd, env), _streams(client):
-                status = self._job(argv)
+            job = Job(env={k: v for k, v in env.items() if forwarded(k)}, cwd=_folder(cwd),
+                      out=_console(client, "out"), err=_console(client, "err"))
+            status = self._job(argv, job)
         except Exception as exc:  # any at all: the next job must still find a runner
             client.send({"err": f"error: the warm runner could not run this job: {type(exc).__name__}: {exc}\n"})
             status = 1
         client.send({"exit": status})
 
-    def _job(self, argv: list[str]) -> int:
-        from runner.cli import dispatch, parser  # the package imports this module: a cycle at import time
+    def _job(self, argv: list[str], job: Job) -> int:
+        from runner.cli import guarded, parser  # the package imports this module: a cycle at import time
 
         try:
-            args = parser(argv).parse_args(argv)
+            args = parser(argv, parser_class=_parser_class(job)).parse_args(argv)
         except SystemExit as exc:  # argparse has printed why
             return exc.code if isinstance(exc.code, int) else 2
         if args.command != "evaluate":
-            err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
+            job.err.print(f"error: a warm runner runs `challenge evaluate` only, not {args.command!r}", markup=False)
             return 2
-        try:
-            args.executor = self.executor(args.base_image, root=args.root.resolve(), gpus=gpu_ids(args.gpus))
-            args.sweep_dead = self.sweep_due()
-        except ChallengeError as exc:  # no engine yet, no base image: this job's error, as evaluate says it
-            err.print(f"error: {exc}", markup=False)
-            return 1
-        return dispatch(args)
+        return guarded(lambda: self._evaluate(args, job), verbose=args.verbose, err=job.err)
+
+    def _evaluate(self, args: argparse.Namespace, job: Job) -> int:
+        """`challenge evaluate` on the engine kept for its GPUs and base image (no engine yet, no base image:
+        this job's error, as evaluate says it)."""
+        executor, base = self.executor(job.settings(args), root=(job.cwd / args.root).resolve(), log=job.err.print)
+        return evaluate_job(args, job=job, warm=Warm(executor, base, sweep_dead=self.sweep_due()))
 
     def close(self) -> None:
         for executor, _ in self.executors.values():
@@ -205,33 +214,27 @@ class _Sink(io.TextIOBase):
         return len(text)
 
 
-@contextlib.contextmanager
-def _streams(client: _Client) -> Iterator[None]:
-    """The job's output (both consoles, and print) goes to the client."""
-    stdout, stderr = _Sink(client, "out"), _Sink(client, "err")
-    saved = out.file, err.file
+def _console(client: _Client, key: str) -> Console:
+    """A console whose output goes to the client under `key` (out or err)."""
     # rich types Console.file as IO[str]; it uses only what a text stream (TextIOBase) has
-    out.file, err.file = cast(IO[str], stdout), cast(IO[str], stderr)
-    try:
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            yield
-    finally:
-        out.file, err.file = saved
+    return Console(file=cast(IO[str], _Sink(client, key)), highlight=False, soft_wrap=True)
 
 
-@contextlib.contextmanager
-def _inside(cwd: str, env: dict[str, str]) -> Iterator[None]:
-    """The client's working folder and variables (`forwarded`), for the length of its job."""
-    here, saved = os.getcwd(), {k: v for k, v in os.environ.items() if forwarded(k)}
-    os.chdir(cwd)
-    for name in saved:
-        del os.environ[name]
-    os.environ.update({k: v for k, v in env.items() if forwarded(k)})
-    try:
-        yield
-    finally:
-        os.chdir(here)
-        for name in [k for k in os.environ if forwarded(k)]:
-            del os.environ[name]
-        os.environ.update(saved)
+def _parser_class(job: Job) -> type[argparse.ArgumentParser]:
+    """A parser that writes its usage, errors and help to `job`'s consoles, not this process's streams."""
 
+    class JobParser(argparse.ArgumentParser):
+        def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+            if message:
+                (job.out if file is sys.stdout else job.err).file.write(message)
+
+    return JobParser
+
+
+def _folder(cwd: str) -> Path:
+    """The client's working folder; the error os.chdir would raise where it is not one."""
+    path = Path(cwd)
+    if not path.is_dir():
+        code = errno.ENOTDIR if path.exists() else errno.ENOENT
+        raise OSError(code, os.strerror(code), cwd)
+    return path

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from runner.execution.images import tree_hash
+from runner.settings import CACHE_MAX_BYTES, CACHE_MAX_DAYS
 
-GIB = 1024**3
-DEFAULT_MAX_BYTES = 20 * GIB
-DEFAULT_MAX_AGE_S = 30 * 86400
+DEFAULT_MAX_BYTES = CACHE_MAX_BYTES
+DEFAULT_MAX_AGE_S = CACHE_MAX_DAYS * 86400
 STAGING_MAX_AGE_S = 3600  # a staging folder this old belongs to a runner killed while storing
 
 

@@ -33,7 +33,6 @@ EXTERNALLY_MANAGED = "usr/lib/python3*/EXTERNALLY-MANAGED"
 BUILD_ONLY = (r"^(.*-dev|cpp(-\d+)?|gcc(-\d+)?|g\+\+(-\d+)?|binutils.*|libbinutils|libctf.*|libgprofng\d+"
               r"|libjansson\d+|lib[atl]san\d+|libubsan\d+|libitm\d+|libcc1-\d+|libisl\d+|libmpc\d+|libmpfr\d+"
               r"|libc-dev-bin|rpcsvc-proto|python3-(pythran|beniget|gast|ply)|libjs-.*)$")
-ENV_BASE = "CHALLENGE_BASE_IMAGE"
 
 
 def local_base_tag() -> str:
@@ -42,8 +41,9 @@ def local_base_tag() -> str:
 
 
 def wanted_base(preferred: str | None) -> str:
-    """The base asked for: `preferred`, else $CHALLENGE_BASE_IMAGE, else the public default."""
-    return preferred or os.environ.get(ENV_BASE) or DEFAULT_BASE
+    """The base asked for: `preferred` (the runner's setting: --base-image or $CHALLENGE_BASE_IMAGE), else the
+    public default."""
+    return preferred or DEFAULT_BASE
 
 
 def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: Callable[[str], bool],
@@ -54,7 +54,7 @@ def ensure_base(preferred: str | None, *, present: Callable[[str], bool], pull: 
     wanted = wanted_base(preferred)
     if present(wanted) or pull(wanted):
         return wanted
-    if preferred or os.environ.get(ENV_BASE):
+    if preferred:
         raise SandboxError(f"base image {wanted} is neither on this engine nor pullable")
     tag = local_base_tag()
     if not present(tag):

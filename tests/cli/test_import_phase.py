@@ -12,7 +12,7 @@ from pathlib import Path
 from runner.cli import main
 from runner.evaluation.examples import prepare_workspace
 from runner.tree.gc_export import BY_ID
-from runner.tree.model import UNSUPPORTED_GC_OPTIONS, load_phase
+from runner.tree.loading import UNSUPPORTED_GC_OPTIONS, load_phase
 from tests.helpers import CHALLENGE, REPO
 from tests.test_documents import blocks
 

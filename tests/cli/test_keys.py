@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
-from runner.tree.model import Result
 from runner.tree.records import Keys, logs_path, sealed_path
+from runner.tree.result_model import Result
 from runner.tree.sealing import new_identity, read_identity_file, unseal
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file, write_submission

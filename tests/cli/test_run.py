@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.cli import main
-from runner.tree.model import Result, RunRecord
+from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, write_submission
 

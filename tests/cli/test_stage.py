@@ -80,7 +80,7 @@ def test_demo_shows_each_stage_its_time_and_the_total(tmp_path, monkeypatch, cap
     executor = FakeExecutor()
     metrics = {"aggregates": {"log_loss": {"mean": 0.61234567}, "auroc": 0.75, "accuracy": 0.7}}
     executor.add_image(f"challenge-eval/{LUNG}", Behaviour(files={"metrics.json": json.dumps(metrics)}))
-    monkeypatch.setattr("runner.cli.demo.runner_executor", lambda base, root: (executor, FAKE_BASE))
+    monkeypatch.setattr("runner.cli.demo.runner_executor", lambda settings, root, log: (executor, FAKE_BASE))
     assert main(["--root", str(root), "demo", "--no-serve", "--workspace", str(tmp_path / "demo")]) == 0
     printed = capsys.readouterr()
     for label in STAGES:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.cli import parser
-from runner.cli.common import open_store
+from runner.cli.common import open_store, settings_here
 from runner.cli.evaluate import runner_config
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
@@ -11,7 +11,7 @@ from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
 
 def config_for(repo, tmp_path, *extra: str):
     argv = ["--root", str(repo), "evaluate", "--pending", "--data-root", str(tmp_path), *extra]
-    return runner_config(parser(argv).parse_args(argv), Store(repo))
+    return runner_config(settings_here(parser(argv).parse_args(argv)), Store(repo))
 
 
 def test_the_state_folder_holds_cache_logs_training_and_preserved_images(repo, tmp_path, monkeypatch):
@@ -31,7 +31,7 @@ def test_whole_results_and_locks_are_kept_in_the_state_folder(repo, tmp_path, mo
     """actions/checkout cleans the checkout for every job: a whole result kept under its build/withheld/
     was lost with it. A runner host keeps them in its state folder, where every command looks."""
     monkeypatch.setenv("CHALLENGE_STATE_DIR", str(tmp_path / "state"))
-    store = open_store(repo)
+    store = open_store(repo, settings_here())
     assert (store.withheld, store.locks) == ((tmp_path / "state" / "withheld").resolve(),
                                              (tmp_path / "state" / "locks").resolve())
     edit_yaml(phase_file(repo), blind=True)
@@ -39,5 +39,5 @@ def test_whole_results_and_locks_are_kept_in_the_state_folder(repo, tmp_path, mo
     moved = repo / "build" / "withheld"
     store.withheld.parent.mkdir(parents=True)
     moved.rename(store.withheld)
-    [result] = open_store(repo).results(CHALLENGE, PHASE)
+    [result] = open_store(repo, settings_here()).results(CHALLENGE, PHASE)
     assert result.metrics["aggregates"]["dice"]["mean"] == 0.8 and not moved.exists()

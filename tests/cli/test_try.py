@@ -145,7 +145,7 @@ def fake(monkeypatch) -> FakeExecutor:
     executor = FakeExecutor()
     executor.add_image(f"challenge-eval/{CHALLENGE}", Behaviour(write=score))
     executor.add_image("my-algorithm:latest", Behaviour(write=threshold))
-    monkeypatch.setattr("runner.cli.tryout.runner_executor", lambda base, root, gpus=False: (executor, FAKE_BASE))
+    monkeypatch.setattr("runner.cli.tryout.runner_executor", lambda settings, root, gpus, log: (executor, FAKE_BASE))
     return executor
 
 

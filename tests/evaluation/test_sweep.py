@@ -119,19 +119,21 @@ def test_runner_options_read_sizes_and_keys(tmp_path, monkeypatch):
     import pytest
 
     from runner.cli.common import UsageError
-    from runner.cli.evaluate import runner_identity, size
+    from runner.cli.evaluate import runner_identity
+    from runner.settings import Settings, size
     from runner.tree.sealing import new_identity
+
+    def identity(file=None, env=None):  # --runner-key FILE, else $CHALLENGE_RUNNER_KEY
+        args = argparse.Namespace(runner_key=file)
+        return runner_identity(Settings.of(args, env={"CHALLENGE_RUNNER_KEY": env} if env else {}, cwd=tmp_path))
 
     assert (size("20g"), size("512m"), size("2048")) == (20 * 1024**3, 512 * 1024**2, 2048)
     with pytest.raises(argparse.ArgumentTypeError, match="expected a size such as 512m or 2g"):
         size("lots")
     secret, _ = new_identity()
-    monkeypatch.delenv("CHALLENGE_RUNNER_KEY", raising=False)
-    assert runner_identity(None) == ()
-    monkeypatch.setenv("CHALLENGE_RUNNER_KEY", secret)
-    assert len(runner_identity(None)) == 1
+    assert identity() == ()
+    assert len(identity(env=secret)) == 1
     (tmp_path / "runner.key").write_text(f"# created: today\n{secret}\n")
-    assert len(runner_identity(tmp_path / "runner.key")) == 1
-    monkeypatch.setenv("CHALLENGE_RUNNER_KEY", "not a key")
+    assert len(identity(tmp_path / "runner.key", env="not a key")) == 1
     with pytest.raises(UsageError, match="CHALLENGE_RUNNER_KEY holds no age identity"):
-        runner_identity(None)
+        identity(env="not a key")

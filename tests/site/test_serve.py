@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli.site import generate_pages
+from runner.settings import Settings
 from runner.site import serve
 from tests.helpers import CHALLENGE, PHASE, add_result, phase_file, write_result
 
@@ -146,8 +147,8 @@ def edit_intro(repo: Path, old: str, new: str) -> None:
 
 
 def test_edit_regenerates_staged_page(repo, watch):
-    generate_pages(repo)
-    watcher = watch(lambda: generate_pages(repo))
+    generate_pages(repo, Settings())
+    watcher = watch(lambda: generate_pages(repo, Settings()))
     edit_intro(repo, "Segment every ellipsoid", "Find every ellipsoid")
     wait_until(lambda: "Find every ellipsoid" in staged(repo))
     assert watcher.settle() == 1
@@ -155,8 +156,8 @@ def test_edit_regenerates_staged_page(repo, watch):
 
 
 def test_asset_edit_regenerates_staged_asset(repo, watch):
-    generate_pages(repo)
-    watch(lambda: generate_pages(repo))
+    generate_pages(repo, Settings())
+    watch(lambda: generate_pages(repo, Settings()))
     css = repo / "site" / "assets" / "challenge.css"
     css.write_text(css.read_text() + "\n/* edited */\n")
     wait_until(lambda: "/* edited */" in (repo / "build" / "stage" / "assets" / "challenge.css").read_text())
@@ -170,8 +171,8 @@ def test_burst_of_results_is_few_regenerations(repo, watch):
 
 
 def test_broken_yaml_logs_one_line_and_keeps_serving(repo, watch):
-    generate_pages(repo)
-    watcher = watch(lambda: generate_pages(repo))
+    generate_pages(repo, Settings())
+    watcher = watch(lambda: generate_pages(repo, Settings()))
     phase = phase_file(repo)
     good = phase.read_text()
     phase.write_text("title: [Final test\n")  # half-written: the list never closes
