@@ -5,8 +5,9 @@ itself, never from a list kept by hand: the source of the named modules and of e
 package they import, at any depth (lazy imports inside functions count), with the version of each
 library they import whose distribution has the module's name (numpy, pandas, scipy, jinja2; PyYAML,
 PyGithub and mkdocs-material go by module name alone: asking every installed distribution for its
-modules costs more than a build saves; their versions change only when the locks do). Imports nothing
-of the package, so every stage may use it.
+modules costs more than a build saves; their versions change only when the locks do). Also the one way
+the package hashes a file (`file_sha256`), for cache keys and pinned files alike. Imports nothing of
+the package, so every stage may use it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def code_key(modules: Iterable[str], *, package: Path = PACKAGE, extra: Iterable
         digest.update(f"{named}\0".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def file_sha256(path: Path | str) -> str:
+    """The sha256 of the file at `path`, as hex, streamed: an image archive or a data set is never read whole."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 Walk = tuple[tuple[Path, tuple[str, ...]], ...]  # each file reached, with the libraries it imports

@@ -23,11 +23,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import ipaddress
 import json
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -35,27 +32,26 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pyrage
 
+from runner.codekey import file_sha256
 from runner.errors import printable
 from runner.evaluation.failures import RunnerError, SubmissionFailure
 from runner.execution.archives import BadArchive
 from runner.execution.sandbox import Executor, SandboxError
-from runner.tree.model import ImageArchive
+from runner.settings import variable
+from runner.tree import download
 from runner.tree.sealing import Identity
+from runner.tree.submission_model import ImageArchive
 
-ENV_RUNNER_KEY = "CHALLENGE_RUNNER_KEY"
-CHUNK = 1024 * 1024
-DOWNLOADER = "runner.evaluation.download"  # each request, in a process of its own (see there)
+ENV_RUNNER_KEY = variable("runner_key_text")
+DOWNLOADER = "runner.tree.download"  # each request, in a process of its own (see there)
 POLL_S = 0.5  # how often the runner looks at a download's progress
-MAX_REDIRECTS = 5
 MAX_FAILED_TRIES = 6  # tries in a row without progress (each run of the queue makes up to 3)
 MAX_TRIES = 30  # tries in all, progress or not (one new byte per try must not keep it pending for ever)
 ANSWER_MAX = 64 * 1024  # the child's answer (it bounds what it repeats of a server's headers)
-NUMBER = re.compile(r"[0-9]{1,19}")
-NAT64 = ipaddress.ip_network("64:ff9b::/96")
 RETRY_STATUSES = (408, 425, 429)  # the server asks to come back later
 
 
@@ -124,13 +120,13 @@ def _fetched(url: str, part: Path, *, ledger: Path, max_bytes: int, allow_local:
     for ever: `pace.deadline_s` in all, MAX_FAILED_TRIES tries in a row without progress, MAX_TRIES in
     all. What fails for the submission takes its part and ledger with it."""
     spent = _Ledger.read(ledger)
-    before, started = _size(part), time.monotonic()
+    before, started = download.size(part), time.monotonic()
     try:
         fetch(url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace, spent_s=spent.spent_s)
     except RunnerError as exc:
         if not exc.transient:
             raise
-        progressed = _size(part) > before
+        progressed = download.size(part) > before
         spent = _Ledger(spent.tries + 1, 0 if progressed else spent.stalled + 1,
                         spent.spent_s + time.monotonic() - started)
         if spent.stalled >= MAX_FAILED_TRIES or spent.tries >= MAX_TRIES:
@@ -177,13 +173,31 @@ def fetch(url: str, part: Path, *, max_bytes: int, allow_local: bool, pace: Pace
         _copy_local(Path(unquote(urlsplit(url).path)), part, max_bytes=max_bytes)
         return
     started = time.monotonic() - spent_s
-    for _ in range(MAX_REDIRECTS + 1):
-        target = _checked(url, allow_local=allow_local)
-        redirect = _download(target, part, max_bytes=max_bytes, pace=pace, started=started)
-        if redirect is None:
-            return
-        url = urljoin(url, redirect)
-    raise SubmissionFailure(f"Image archive could not be downloaded: more than {MAX_REDIRECTS} redirects")
+    try:
+        download.fetch(url, part, allow_private=allow_local, max_bytes=max_bytes,
+                       request=lambda target, have: _in_child(target, part, have=have, max_bytes=max_bytes,
+                                                              pace=pace, started=started))
+    except download.DownloadError as exc:
+        raise _failure(exc, max_bytes=max_bytes) from None
+
+
+def _failure(exc: download.DownloadError, *, max_bytes: int) -> SubmissionFailure | RunnerError:
+    """Whose fault a failed download is, in an image archive's words: the submission's (its address, the
+    server's refusal, too large), or the runner's network's (transient: no answer, cut short, a 5xx)."""
+    if exc.kind in ("unreachable", "broken"):
+        return RunnerError(f"Image archive: the runner could not download {printable(exc.url, 200)} ({exc.detail}); "
+                           "it resumes on the next try", transient=True)
+    if exc.kind == "lookup":
+        return RunnerError(f"Image archive: the runner {exc.detail}", transient=True)
+    if exc.kind == "status" and exc.status is not None and (exc.status >= 500 or exc.status in RETRY_STATUSES):
+        return RunnerError(f"Image archive could not be downloaded now: {exc.detail}", transient=True)
+    if exc.kind == "too_large":
+        return SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
+    if exc.kind == "private":
+        return SubmissionFailure(f"Image archive: {exc.detail}; host the archive where the internet can reach it")
+    if exc.kind == "address":
+        return SubmissionFailure(f"Image archive: {exc.detail}")
+    return SubmissionFailure(f"Image archive could not be downloaded: {exc.detail}")  # a status, redirects, no host
 
 
 def _copy_local(source: Path, part: Path, *, max_bytes: int) -> None:
@@ -194,57 +208,10 @@ def _copy_local(source: Path, part: Path, *, max_bytes: int) -> None:
     shutil.copyfile(source, part)
 
 
-@dataclass(frozen=True)
-class _Target:
-    """A URL the runner checked: the address it connects to, its host's name (IDNA, ASCII) and port."""
-
-    url: str
-    address: str
-    name: str
-    port: int | None
-
-
-def _checked(url: str, *, allow_local: bool) -> _Target:
-    """Where the download goes, once checked: never one of the runner's own networks (the URL is the
-    participant's to choose), and never looked up again (see `download`)."""
-    parts = urlsplit(url)
-    try:
-        port, name = parts.port, (parts.hostname or "").encode("idna").decode("ascii")
-    except (ValueError, UnicodeError):
-        raise SubmissionFailure(f"Image archive: {printable(url, 200)!r} has no valid host and port") from None
-    if parts.scheme not in ("http", "https") or not name:
-        raise SubmissionFailure(f"Image archive: {printable(url, 200)!r} is not an http:// or https:// address")
-    try:
-        found = socket.getaddrinfo(name, port or 443, proto=socket.IPPROTO_TCP)
-    except socket.gaierror as exc:
-        if exc.errno == socket.EAI_NONAME:
-            raise SubmissionFailure(f"Image archive could not be downloaded: host {name} not found") from None
-        raise RunnerError(f"Image archive: the runner could not look up {name} ({exc.strerror})",
-                          transient=True) from None
-    addresses = [ipaddress.ip_address(info[4][0]) for info in found]
-    if not allow_local and not all(_public(address) for address in addresses):
-        raise SubmissionFailure(f"Image archive: {name} is a private or local address; "
-                                "host the archive where the internet can reach it")
-    return _Target(url, str(addresses[0]), name, port)
-
-
-def _public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether `address` is on the internet, an IPv4 address carried inside an IPv6 one (mapped,
-    compatible, 6to4, Teredo, NAT64) judged as itself too."""
-    if not address.is_global:
-        return False
-    if isinstance(address, ipaddress.IPv4Address):
-        return True
-    carried = [address.ipv4_mapped, address.sixtofour, address.teredo[1] if address.teredo else None]
-    if address in NAT64 or address.packed[:12] == bytes(12):  # 64:ff9b::/96, and ::a.b.c.d (IPv4-compatible)
-        carried.append(ipaddress.IPv4Address(address.packed[12:]))
-    return all(inner is None or inner.is_global for inner in carried)
-
-
-def _download(target: _Target, part: Path, *, max_bytes: int, pace: Pace, started: float) -> str | None:
-    """One request into `part` (resuming what is there), made by a child process the runner stops when it
-    falls below `pace`; the redirect target if the server answered with one."""
-    have = _size(part)
+def _in_child(target: download.Target, part: Path, *, have: int, max_bytes: int, pace: Pace,
+              started: float) -> dict[str, Any]:
+    """One request into `part` (resuming from `have`), made by a child process the runner stops when it
+    falls below `pace`; its answer, as `download.request` gives it."""
     ask = {"url": target.url, "address": target.address, "name": target.name, "port": target.port,
            "part": str(part), "offset": have, "max_bytes": max_bytes}
     child = subprocess.Popen([sys.executable, "-m", DOWNLOADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -266,7 +233,7 @@ def _download(target: _Target, part: Path, *, max_bytes: int, pace: Pace, starte
     except ValueError:  # it died without a word (out of memory, a full disk): the runner's trouble
         raise RunnerError(f"Image archive: the download process ended without an answer (exit {child.returncode})",
                           transient=True) from None
-    return _answered(answer if isinstance(answer, dict) else {}, target, have=have, max_bytes=max_bytes)
+    return answer if isinstance(answer, dict) else {}
 
 
 def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float) -> bool:
@@ -274,14 +241,14 @@ def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float)
     `min_rate` a second over every window (headers, a slow handshake, a silence count as nothing; a
     file restarted from zero counts what it wrote since) and all was done by the deadline. Otherwise
     the child is stopped."""
-    window, grown, last = time.monotonic(), 0, _size(part)
+    window, grown, last = time.monotonic(), 0, download.size(part)
     while True:
         try:
             child.wait(timeout=min(POLL_S, pace.window_s))
             return True
         except subprocess.TimeoutExpired:
             pass
-        size, now = _size(part), time.monotonic()
+        size, now = download.size(part), time.monotonic()
         grown, last = grown + (size - last if size >= last else size), size
         if now - started > pace.deadline_s:
             return False
@@ -291,53 +258,11 @@ def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float)
             window, grown = now, 0
 
 
-def _size(part: Path) -> int:
-    try:
-        return part.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _answered(answer: dict[str, Any], target: _Target, *, have: int, max_bytes: int) -> str | None:
-    """What the child's answer means: the redirect's target, None when the part is complete, or whose
-    failure it was (the submission's: a refusal, too large; the runner's network's: no answer, cut short).
-    Everything in it is the server's to say: numbers are read as ASCII digits only, text as printable."""
-    host = urlsplit(target.url).hostname
-    status, length, received = (_number(answer.get(k)) for k in ("status", "length", "received"))
-    if status in (301, 302, 303, 307, 308) and isinstance(answer.get("location"), str):
-        return str(answer["location"])
-    if status == 416 and have:  # nothing after what we have: complete
-        return None
-    if status is not None and status not in (200, 206):
-        why = f"HTTP {status} ({printable(str(answer.get('reason') or ''), 100)}) from {host}"
-        if status >= 500 or status in RETRY_STATUSES:
-            raise RunnerError(f"Image archive could not be downloaded now: {why}", transient=True)
-        raise SubmissionFailure(f"Image archive could not be downloaded: {why}")
-    offset = have if status == 206 else 0
-    if answer.get("too_large") or (length is not None and offset + length > max_bytes):
-        raise SubmissionFailure(f"Image archive is larger than {max_bytes // 1024**2} MiB")
-    if status is None or "error" in answer or (length is not None and (received or 0) < length):
-        why = (printable(str(answer.get("error") or ""), 200)
-               or f"the connection ended after {received} of {length} bytes")
-        raise RunnerError(f"Image archive: the runner could not download {printable(target.url, 200)} ({why}); it "
-                          "resumes on the next try", transient=True)
-    return None
-
-
-def _number(value: object) -> int | None:
-    """A count a server sent (a status, a Content-Length), as ASCII digits only."""
-    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
-    return int(text) if NUMBER.fullmatch(text) else None
-
-
 def _verify(path: Path, sha256: str) -> None:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    if digest.hexdigest() != sha256:
+    digest = file_sha256(path)
+    if digest != sha256:
         path.unlink()  # start afresh next time: resuming a wrong file cannot make it right
-        raise SubmissionFailure(f"Image archive sha256 is {digest.hexdigest()}, but the submission pins {sha256}")
+        raise SubmissionFailure(f"Image archive sha256 is {digest}, but the submission pins {sha256}")
 
 
 def _decrypted(path: Path, keys: Sequence[Identity]) -> Path:

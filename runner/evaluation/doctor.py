@@ -31,7 +31,7 @@ from runner.evaluation.job import ARCHIVE_MAX_BYTES, RunnerConfig
 from runner.evaluation.provenance import DATA_KEY, make_key_command, read_data_key
 from runner.execution.measure import GpuUnreadable, nvml_gpus
 from runner.execution.sandbox import NOBODY, EngineInfo, Executor, Log, RunSpec, SandboxError, last_line
-from runner.tree.model import Phase
+from runner.tree.phase_model import Phase
 from runner.tree.policy import withholds
 from runner.tree.records import recipients
 from runner.tree.references import registry_of

@@ -7,7 +7,6 @@ resumes: images, hidden data and results already made are reused.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -17,8 +16,9 @@ from typing import Any
 
 import yaml
 
+from runner.codekey import file_sha256
 from runner.execution.sandbox import Executor
-from runner.tree.model import load_example
+from runner.tree.loading import load_example
 from runner.tree.paths import CHALLENGES
 from runner.tree.store import Store
 
@@ -91,7 +91,7 @@ def commit_beside(source: Path, submission: Path) -> dict[str, str]:
     """Copy `source` beside the submission file `submission`; the file and sha256 that pin it there."""
     submission.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, submission.parent / source.name)
-    return {"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    return {"file": source.name, "sha256": file_sha256(source)}
 
 
 def saved_archive(image_id: str, folder: Path, *, executor: Executor) -> dict[str, str]:
@@ -101,11 +101,7 @@ def saved_archive(image_id: str, folder: Path, *, executor: Executor) -> dict[st
     if not (path.is_file() and digest.is_file()):
         folder.mkdir(parents=True, exist_ok=True)
         executor.save_archive(image_id, path)
-        hasher = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                hasher.update(chunk)
-        digest.write_text(hasher.hexdigest())
+        digest.write_text(file_sha256(path))
     return {"url": path.as_uri(), "sha256": digest.read_text().strip()}
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
+from runner.codekey import file_sha256
 from runner.errors import printable
 from runner.evaluation import grand_challenge as gc
 from runner.evaluation import training
@@ -39,29 +39,19 @@ from runner.evaluation.provenance import data_key, provenance
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import (
-    MEASUREMENTS,
-    SUMMARIES,
-    Limits,
-    Measurement,
-    Phase,
-    Result,
-    RunRecord,
-    Submission,
-    details_of,
-    nested_paths,
-)
+from runner.tree.phase_model import Limits, Phase, nested_paths
 from runner.tree.policy import participant_logs
 from runner.tree.references import image_refusal
+from runner.tree.result_model import MEASUREMENTS, SUMMARIES, Measurement, Result, RunRecord
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission, details_of
 
-__all__ = ["ENV_DATA_ROOT", "GROUND_TRUTH", "ContainerFailed", "RunnerConfig", "RunnerError", "SubmissionFailure",
+__all__ = ["GROUND_TRUTH", "ContainerFailed", "RunnerConfig", "RunnerError", "SubmissionFailure",
            "evaluate", "predict", "read_metrics", "unpack_predictions"]
 
 PARTICIPANT_LOG_BYTES = 64 * 1024
 GROUND_TRUTH = "/opt/ml/input/data/ground_truth"
-ENV_DATA_ROOT = "CHALLENGE_DATA_ROOT"
 WORK_PREFIX = "challenge-eval-"  # then the runner's pid: a later runner removes what a dead one left
 CPU_FALLBACK = "none (cpu fallback)"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
@@ -147,7 +137,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     created, started = store.submitted_at(submission), _now()
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
-        job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
+        job = Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
         job.run(inputs, truth, evaluation_image)
     evaluated_by = job.runs["evaluation"].image_id if "evaluation" in job.runs else None
     origin = provenance(submission, phase_file=store.paths.phase_file(phase.challenge, phase.slug), root=store.root,
@@ -175,16 +165,15 @@ def predict(submission: Submission, *, store: Store, executor: Executor, config:
     phase = store.phase(submission.challenge, submission.phase)
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
-        job = _Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
-        job.ref, image_id = job._algorithm_image()
-        job._run_as(image_id, "Algorithm image could not be used")
-        record = job._algorithm(inputs, image_id)
+        job = Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
+        record = job.run_algorithm(inputs, job.algorithm_image())
         shutil.copytree(job.predictions, output, dirs_exist_ok=True)
     return record
 
 
-class _Job:
-    """The state of one evaluation while it runs."""
+class Job:
+    """The state of one evaluation while it runs: `run` is the whole of it; `algorithm_image` then
+    `run_algorithm` are its algorithm's steps alone (what `predict` runs)."""
 
     def __init__(self, submission: Submission, phase: Phase, executor: Executor, config: RunnerConfig,
                  tmp: Path, on_case: CaseCallback):
@@ -206,11 +195,10 @@ class _Job:
     def run(self, inputs: Path, truth: Path, evaluation_image: str) -> None:
         try:
             if self.phase.submission_kind == "training" or self.submission.image or self.submission.image_archive:
-                self.ref, image_id = self._algorithm_image()
-                self._run_as(image_id, "Algorithm image could not be used")
+                image_id = self.algorithm_image()
                 if self.phase.submission_kind == "training":
                     self.runs["training"] = self._train(image_id)
-                self.runs["algorithm"] = self._algorithm(inputs, image_id)
+                self.runs["algorithm"] = self.run_algorithm(inputs, image_id)
             else:
                 unpack_predictions(_predictions_file(self.submission), self.predictions,
                                    sha256=self.submission.predictions_sha256 or "")
@@ -224,7 +212,16 @@ class _Job:
 
     # --- algorithm ---------------------------------------------------------------------------
 
-    def _algorithm(self, inputs: Path, image_id: str) -> RunRecord:
+    def algorithm_image(self) -> str:
+        """The local image ID of the submitted algorithm (`ref` becomes what was submitted), checked for
+        the user its containers run as."""
+        self.ref, image_id = self._algorithm_image()
+        self._run_as(image_id, "Algorithm image could not be used")
+        return image_id
+
+    def run_algorithm(self, inputs: Path, image_id: str) -> RunRecord:
+        """The algorithm's runs on `inputs`, its predictions left in `predictions`; ContainerFailed
+        carries what was measured up to the failing run."""
         ref, runs = self.ref, self._plan(inputs)
         measured: dict[str, dict[str, Any]] = {}
         # Runs go in case order, so the first one failing stops the job before the rest spend GPU time.
@@ -609,7 +606,7 @@ def _clash(produced: Path, merged: Path) -> str | None:
 
 def unpack_predictions(path: Path, target: Path, *, sha256: str) -> None:
     """Verify the pinned hash, then copy the file, or unpack a zip safely."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_sha256(path)
     if digest != sha256:
         raise SubmissionFailure(f"Predictions file sha256 is {digest}, but the submission pins {sha256}")
     if not zipfile.is_zipfile(path):

@@ -9,10 +9,11 @@ algorithm outputs by the same hash of the input folder.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+
+from runner.codekey import file_sha256
 
 # Byte-code caches differ from machine to machine: never part of a build context or its tag.
 NOT_CONTEXT = ("__pycache__", "*.pyc")
@@ -28,9 +29,8 @@ def tree_hash(folder: Path, *extra: str, skip: tuple[str, ...] = ()) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not _skipped(p.relative_to(folder), skip)):
         name = str(path.relative_to(folder)).encode("utf-8", "surrogateescape")
-        with open(path, "rb") as handle:
-            executable = os.fstat(handle.fileno()).st_mode & 0o111 != 0
-            content = hashlib.file_digest(handle, "sha256").digest()
+        executable = path.stat().st_mode & 0o111 != 0
+        content = bytes.fromhex(file_sha256(path))
         digest.update(b"f" + _framed(name) + (b"x" if executable else b"-") + content)
     for item in extra:
         digest.update(b"x" + _framed(item.encode("utf-8", "surrogateescape")))

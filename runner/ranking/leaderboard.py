@@ -20,15 +20,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import pandas as pd
 
 from runner.ranking.exact import weighted
+from runner.tree.exclusions import ranking_exclusions
 from runner.tree.jsonpaths import compiled, lookup, lookup_all
-from runner.tree.model import (
-    CASE_METHODS,
-    RANK_THEN_AVERAGE,
-    CombinedLeaderboard,
-    Phase,
-    Result,
-    scored_document,
-)
+from runner.tree.model import CASE_METHODS, RANK_THEN_AVERAGE, CombinedLeaderboard
+from runner.tree.paths import TreePaths
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result, scored_document
 
 if TYPE_CHECKING:
     from runner.ranking.methods import Aggregate, Method, Missing, RankSpec
@@ -69,6 +66,7 @@ class Leaderboard:
     rows: list[Row]  # ranked first (by rank), then unranked
     failed: list[Result] = field(default_factory=list)
     excluded: list[Excluded] = field(default_factory=list)
+    exclusions: Mapping[str, str] = field(default_factory=dict)  # what it was ranked with; may name others too
 
 
 class Rows:
@@ -232,7 +230,14 @@ def leaderboard(phase: Phase, results: Sequence[Result], *, excluded: Mapping[st
         unranked = [r for r in rows if r.rank is None and r.participant not in {b.participant for b in best}]
         rows = rank_rows(best, phase) + _keep_per_participant(unranked, key=lambda r: r.created_at, newest=True)
     failed = sorted((r for r in results if r.status == "failed"), key=lambda r: r.created_at, reverse=True)
-    return Leaderboard(phase, rows, failed, out)
+    return Leaderboard(phase, rows, failed, out, excluded)
+
+
+def phase_leaderboard(paths: TreePaths, phase: Phase, results: Sequence[Result], *,
+                      made: Rows | None = None) -> Leaderboard:
+    """The phase's leaderboard of `results` with its exclusions applied: the organizers' and, unless the phase
+    ranks across data changes, those scored on other data or evaluation (`ranking_exclusions`)."""
+    return leaderboard(phase, results, excluded=ranking_exclusions(paths, phase, results), made=made)
 
 
 def _row(phase: Phase, result: Result) -> Row:

@@ -10,14 +10,14 @@ these numbers; nothing here knows HTML or SVG.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from runner.ranking.leaderboard import Leaderboard, Row, leaderboard
+from runner.ranking.leaderboard import Leaderboard, Row
 from runner.ranking.methods import (
     Aggregate,
     Method,
@@ -28,7 +28,8 @@ from runner.ranking.methods import (
 )
 from runner.ranking.phase_uncertainty import MIN_CASES, MIN_TEAMS, PER_CASE_SCORE, case_values
 from runner.ranking.uncertainty import BootstrapSummary, bootstrap, kendall_tau_b
-from runner.tree.model import Phase, Result
+from runner.tree.phase_model import Phase
+from runner.tree.result_model import Result
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -121,11 +122,11 @@ class PhaseAnalysis:
         return path.rstrip("]").rsplit(".", 1)[-1].strip("'\"[") or self.phase.score.title
 
 
-def analyse_phase(phase: Phase, results: Sequence[Result], *, samples: int = 1000, seed: int = 0,
-                  excluded: Mapping[str, str] | None = None) -> PhaseAnalysis:
-    """Everything a report shows of one phase, from its published results less those `excluded`
-    (participant/id -> reason); the seeded bootstrap makes the same results give the same report."""
-    board = leaderboard(phase, results, excluded=excluded)
+def analyse_phase(board: Leaderboard, results: Sequence[Result], *, samples: int = 1000,
+                  seed: int = 0) -> PhaseAnalysis:
+    """Everything a report shows of one phase, from its published results and the leaderboard they make
+    (`phase_leaderboard`: exclusions applied); the seeded bootstrap makes the same results give the same report."""
+    phase = board.phase
     found = case_values(phase, board, list(results))
     cases = None if found is None else analyse_cases(*found, samples=samples, seed=seed)
     return PhaseAnalysis(phase, board, participation(board, results), cases,

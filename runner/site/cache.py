@@ -37,9 +37,10 @@ from typing import TypeVar, cast
 
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # it publishes no type information
 
-from runner.codekey import code_key
+from runner.codekey import code_key, file_sha256
 from runner.tree.history import History, HistoryError
-from runner.tree.model import Challenge, Phase
+from runner.tree.model import Challenge
+from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
 from runner.tree.records import write_atomic
 from runner.tree.store import Store
@@ -270,7 +271,7 @@ def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str,
             info = entry.stat(follow_symlinks=False)
             out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")
         else:
-            out.append(f"{name} {hashlib.sha256(Path(entry.path).read_bytes()).hexdigest()}")
+            out.append(f"{name} {file_sha256(entry.path)}")
 
 
 def _digest(data: bytes) -> str:

@@ -27,14 +27,15 @@ import numpy as np
 from markupsafe import Markup
 
 from runner.errors import ChallengeError
-from runner.ranking.leaderboard import Leaderboard, leaderboard
+from runner.ranking.leaderboard import Leaderboard, leaderboard, phase_leaderboard
 from runner.ranking.methods import RankSpec
 from runner.ranking.report_data import CaseAnalysis, Participation, PhaseAnalysis, Violin, analyse_phase, participation
 from runner.ranking.tables import fmt
 from runner.site import templating
-from runner.site.pages import METHOD_NAMES, cell, ranking_method
-from runner.tree.exclusions import ranking_exclusions
-from runner.tree.model import CASE_METHODS, Challenge, Phase
+from runner.site.facts import METHOD_NAMES, ranking_method
+from runner.site.pages import cell
+from runner.tree.model import CASE_METHODS, Challenge
+from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility
 from runner.tree.store import Store
 
@@ -162,8 +163,7 @@ def phase_section(store: Store, phase: Phase, *, samples: int, seed: int, now: d
     shown = visibility(phase, now=now)
     if not shown.scores and not whole:
         return PhaseSection(phase, None, participation(leaderboard(phase, results), results), withheld=shown.note)
-    excluded = ranking_exclusions(store.paths, phase, results)
-    analysis = analyse_phase(phase, results, samples=samples, seed=seed, excluded=excluded)
+    analysis = analyse_phase(phase_leaderboard(store.paths, phase, results), results, samples=samples, seed=seed)
     figures = figures_for(analysis.cases, analysis.case_metric) if analysis.cases else {}
     return PhaseSection(phase, analysis, analysis.participation, figures=figures)
 

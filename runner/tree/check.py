@@ -17,39 +17,36 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.codekey import file_sha256
 from runner.errors import ChallengeError
 from runner.tree.details import supplementary_problem
 from runner.tree.jsonpaths import PLAIN, lookup, lookup_all
-from runner.tree.located import Key, ModelError, load_yaml
-from runner.tree.model import (
-    Phase,
-    Result,
-    Submission,
+from runner.tree.loading import (
     load_approvals,
     load_challenge,
     load_exclusions,
     load_phase,
     load_report,
-    load_result,
     load_submission,
-    scored_document,
-    unwritten_runner_path,
 )
+from runner.tree.located import Key, ModelError, load_yaml
 from runner.tree.paths import companion_file
 from runner.tree.people import load_registration, load_teams
+from runner.tree.phase_model import Phase, unwritten_runner_path
 from runner.tree.policy import closed_for_good, withholds
 from runner.tree.records import GITHUB
+from runner.tree.result_model import Result, load_result, scored_document
 from runner.tree.schema_parse import each_problem
 from runner.tree.schema_types import LOGIN, NAME
 from runner.tree.sealing import SSH_KINDS, SealError, recipient
 from runner.tree.sharing import describe, shared_images
 from runner.tree.store import Store
+from runner.tree.submission_model import Submission
 
 KNOWN = "a challenge, phase, submission, method report, result, approvals, exclusions, teams or registration file"
 MAX_SUGGESTED_PATHS = 2000  # leaf paths gathered from results for a "did you mean"
@@ -343,7 +340,7 @@ class _Checker:
         if found is None:
             return self.problem(path, ("predictions", "file"),
                                 f"{submission.predictions!r} was not found next to the submission")
-        digest = hashlib.sha256(found.read_bytes()).hexdigest()
+        digest = file_sha256(found)
         if digest != pinned:
             self.problem(path, ("predictions", "sha256"), f"{found.name} has sha256 {digest}, not the pinned one; "
                                                           "pin the file you committed (sha256sum FILE)")

@@ -4,7 +4,8 @@ gated data sets, sealed to each registered participant.
 A download is written to `<file>.part` and renamed once its sha256 matches the one challenge.yml
 pins, so a file under its own name is always whole and verified. A broken transfer keeps its part:
 the next try (within one run, under the package's retry policy, or a later run) asks the server
-for the rest with an HTTP Range request, and starts over only if the server ignores the range.
+for the rest with an HTTP Range request, and starts over only if the server ignores the range
+(`runner.tree.download`, the package's one downloader, makes each request).
 
 A data set behind terms has no URL in the public repository. The organizer keeps the links in a
 local file; `seal_links` seals them, per registered participant, to the SSH keys GitHub publishes
@@ -14,26 +15,22 @@ for that login, into `challenges/<c>/data-access/<login>.age` (ASCII-armored age
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import json
-import socket
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from runner.codekey import file_sha256
 from runner.errors import ChallengeError, Retry
+from runner.tree.download import DownloadError, Progress, Target, fetch, request
 from runner.tree.model import URL, Challenge, Dataset, url_file
 from runner.tree.paths import TreePaths
 from runner.tree.sealing import Identity, Recipient, SealError, seal, unseal
 
 ACCESS = "data-access"
 PART = ".part"
-CHUNK = 1024 * 1024
 TIMEOUT_S = 30
-Progress = Callable[[int, int | None], None]  # (bytes so far, total if known)
 
 
 class DataError(ChallengeError):
@@ -76,13 +73,13 @@ def download(source: Source, dest: Path, *, progress: Progress = lambda done, to
              retry: Retry = Retry(attempts=5, first=1.0), log: Callable[[str], None] = lambda line: None) -> Path:
     """`source` saved and verified under `dest`; a verified file already there is kept as it is."""
     target = dest / source.file
-    if target.is_file() and sha256_of(target) == source.dataset.sha256:
+    if target.is_file() and file_sha256(target) == source.dataset.sha256:
         progress(target.stat().st_size, target.stat().st_size)
         return target
     dest.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + PART)
     retry.call(lambda attempt: _fetch(source, part, progress), log=log)
-    digest = sha256_of(part)
+    digest = file_sha256(part)
     if digest != source.dataset.sha256:
         part.unlink()
         raise DataError(f"{source.dataset.name}: the download has sha256 {digest}, not the {source.dataset.sha256} "
@@ -92,61 +89,30 @@ def download(source: Source, dest: Path, *, progress: Progress = lambda done, to
 
 
 def _fetch(source: Source, part: Path, progress: Progress) -> None:
-    """One try: the rest of `part` (or all of it), appended as it arrives."""
-    have = part.stat().st_size if part.is_file() else 0
-    request = urllib.request.Request(source.url, headers={"Range": f"bytes={have}-"} if have else {})
+    """One try: the rest of `part` (or all of it), appended as it arrives. The organizer's URL may name a
+    private address (data on an intranet); there is no size limit but the pinned sha256."""
+    def one(target: Target, have: int) -> dict[str, Any]:
+        return request(target, part, offset=have, max_bytes=None, read_timeout_s=TIMEOUT_S, progress=progress)
+
     try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT_S)  # an http(s) URL: Url checks the scheme
-    except urllib.error.HTTPError as exc:
-        if exc.code == 416 and have:  # nothing left to send: the part is whole (its hash decides)
-            return
-        raise DataError(f"{source.dataset.name}: {source.url} answered {exc.code} {exc.reason}",
-                        transient=exc.code == 429 or exc.code >= 500) from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise DataError(f"{source.dataset.name}: cannot reach {source.url} ({_reason(exc)})", transient=True) from None
-    with response:
-        resumed = have > 0 and response.status == 206 and _range_start(response) == have
-        length = response.headers.get("Content-Length")
-        total = (have if resumed else 0) + int(length) if length and length.isdigit() else None
-        _copy(response, part, resumed=resumed, total=total, progress=progress, name=source.dataset.name)
+        fetch(source.url, part, allow_private=True, max_bytes=None, request=one)
+    except DownloadError as exc:
+        raise _failure(source, exc) from None
 
 
-def _copy(response: http.client.HTTPResponse, part: Path, *, resumed: bool, total: int | None,
-          progress: Progress, name: str) -> None:
-    with open(part, "ab" if resumed else "wb") as handle:
-        done = handle.tell()
-        try:
-            while chunk := response.read(CHUNK):
-                handle.write(chunk)
-                done += len(chunk)
-                progress(done, total)
-        except (OSError, http.client.HTTPException) as exc:  # reset, timeout, incomplete read
-            raise DataError(f"{name}: the transfer broke after {done} bytes ({_reason(exc)})", transient=True) from None
-    if total is not None and done < total:
-        raise DataError(f"{name}: the server closed the connection after {done} of {total} bytes", transient=True)
-
-
-def _range_start(response: http.client.HTTPResponse) -> int | None:
-    """Where a 206 answer starts (Content-Range: bytes START-END/SIZE)."""
-    value = response.headers.get("Content-Range", "")
-    start = value.removeprefix("bytes ").split("-", 1)[0]
-    return int(start) if start.isdigit() else None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
-        return str(exc.reason)
-    if isinstance(exc, socket.timeout | TimeoutError):
-        return f"no answer within {TIMEOUT_S} s"
-    return str(exc) or type(exc).__name__
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _failure(source: Source, exc: DownloadError) -> DataError:
+    """A failed download in a data set's words; trying again may help unless the server refused it."""
+    name, url = source.dataset.name, source.url
+    if exc.kind == "status" and exc.status is not None:
+        return DataError(f"{name}: {url} answered {exc.status} {exc.reason}",
+                         transient=exc.status == 429 or exc.status >= 500)
+    if exc.kind == "broken" and exc.total is not None:
+        return DataError(f"{name}: the server closed the connection after {exc.done} of {exc.total} bytes",
+                         transient=True)
+    if exc.kind == "broken":
+        return DataError(f"{name}: the transfer broke after {exc.done} bytes ({exc.detail})", transient=True)
+    return DataError(f"{name}: cannot reach {url} ({exc.detail})",
+                     transient=exc.kind in ("unreachable", "unknown_host", "lookup"))
 
 
 # --- gated links ----------------------------------------------------------------------------------

@@ -23,9 +23,9 @@ from typing import NamedTuple
 from runner.codekey import code_key
 from runner.errors import ChallengeError
 from runner.tree.gitfiles import read_blobs
-from runner.tree.model import Result, parse_result, parse_time
 from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
+from runner.tree.result_model import Result, parse_result, parse_time
 from runner.tree.store import Store
 
 MAX_SNAPSHOTS = 20
@@ -91,6 +91,7 @@ class History:
         self._times: dict[str, dt.datetime] | None = None  # each commit's time, by sha
         self._signed: dict[str, dt.datetime | None] = {}  # a past record's verified signing time, by blob
         self.read_from_git: list[str] = []  # the blobs read from git, in order: what reading history cost
+        self.git_commands: list[tuple[str, ...]] = []  # each git command's arguments, in order: the rest of it
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
@@ -295,6 +296,7 @@ class History:
         return {blob: _parse(content[blob]) if blob in content else None for blob in blobs}
 
     def _git(self, *args: str) -> str:
+        self.git_commands.append(args)
         try:
             done = subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.store.root,
                                   capture_output=True, check=False)

@@ -106,11 +106,12 @@ def policy_for(path: Path) -> YamlPolicy:
     return ORGANIZER
 
 
-def load_yaml(path: Path, policy: YamlPolicy | None = None) -> Document:
+def load_yaml(path: Path, policy: YamlPolicy | None = None, *, libyaml: bool = True) -> Document:
     """Parse one YAML file within `policy` (by default the one `policy_for` picks); whatever is wrong
-    with its content becomes a ModelError at the offending line."""
+    with its content becomes a ModelError at the offending line. `libyaml=False` reads it with the
+    pure-Python parser, the fallback where PyYAML lacks libyaml (the verdicts are the same)."""
     policy = policy or policy_for(path)
-    node = _compose(path, _read_text(path, policy), policy)
+    node = _compose(path, _read_text(path, policy), policy, _LOADER if libyaml else _PyLoader)
     lines: dict[Key, int] = {}
     data = _build(node, (), lines, path) if node is not None else None
     return Document(path, data, lines)
@@ -256,7 +257,8 @@ class _PyLoader(_BoundedComposer, Reader, Scanner, Parser, _Resolver):
         self.bound(path, policy)
 
 
-_LOADER: Callable[[str, Path, YamlPolicy], _BoundedComposer] = _PyLoader
+_MakeLoader = Callable[[str, Path, YamlPolicy], _BoundedComposer]
+_LOADER: _MakeLoader = _PyLoader
 
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
@@ -274,9 +276,9 @@ if yaml.__with_libyaml__:
     _LOADER = _CLoader
 
 
-def _compose(path: Path, text: str, policy: YamlPolicy) -> Node | None:
+def _compose(path: Path, text: str, policy: YamlPolicy, make_loader: _MakeLoader) -> Node | None:
     """The document's node graph; a syntax error becomes a ModelError at its line."""
-    loader = _LOADER(text, path, policy)
+    loader = make_loader(text, path, policy)
     try:
         return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:

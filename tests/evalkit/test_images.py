@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from runner.evalkit import EvaluationError, MissingReaderError, case_name, read_image
-from runner.evalkit import images as images_module
 
 sitk = pytest.importorskip("SimpleITK")
 nib = pytest.importorskip("nibabel")
@@ -73,7 +74,8 @@ def test_unsupported_extension(tmp_path):
 def test_missing_package_is_an_organizer_error(tmp_path, monkeypatch):
     write_sitk(tmp_path / "case.mha")
     write_sitk(tmp_path / "case.nii.gz")
-    monkeypatch.setattr(images_module, "_optional", lambda module: None)
+    for package in ("SimpleITK", "nibabel"):
+        monkeypatch.setitem(sys.modules, package, None)  # as if not installed: importing it raises ImportError
     with pytest.raises(MissingReaderError) as error:
         read_image(tmp_path / "case.mha")
     assert str(error.value) == "Reading .mha files needs SimpleITK: install it in the evaluation image"

@@ -18,12 +18,12 @@ import pyrage
 import pytest
 
 from runner.errors import Retry
-from runner.evaluation import archives, download
 from runner.evaluation.archives import MAX_TRIES, Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
 from runner.execution.archives import BadArchive
-from runner.tree.model import ModelError
+from runner.tree import download
+from runner.tree.located import ModelError
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
@@ -306,7 +306,7 @@ def test_the_deadline_counts_every_try(fake_world, server, tmp_path):
     ("64:ff9b::a00:1", False), ("64:ff9b::a9fe:a9fe", False), ("2002:a9fe:a9fe::1", False), ("::7f00:1", False),
     ("64:ff9b::808:808", True), ("2002:808:808::1", True)])
 def test_an_ipv4_address_inside_an_ipv6_one_is_judged_as_itself(address, public):
-    assert archives._public(ipaddress.ip_address(address)) is public
+    assert download.public(ipaddress.ip_address(address)) is public
 
 
 def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server, tmp_path):
@@ -314,9 +314,9 @@ def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server
     of the name (one that answers a public address first and the runner's own next)."""
     (server.folder / "algo.tar").write_bytes(b"archive bytes")
     port = server.url.rpartition(":")[2]
-    answer = download.request(url=f"http://no-such-host.invalid:{port}/algo.tar", address="127.0.0.1",
-                              name="no-such-host.invalid", port=int(port), part=str(tmp_path / "algo.part"), offset=0,
-                              max_bytes=10**6)
+    target = download.Target(f"http://no-such-host.invalid:{port}/algo.tar", "127.0.0.1", "no-such-host.invalid",
+                             int(port))
+    answer = download.request(target, tmp_path / "algo.part", offset=0, max_bytes=10**6)
     assert answer["status"] == 200 and (tmp_path / "algo.part").read_bytes() == b"archive bytes"
     assert server.seen[0]["Host"] == f"no-such-host.invalid:{port}"
     assert server.seen[0]["Accept-Encoding"] == "identity"

@@ -29,8 +29,9 @@ from runner.execution.measure import GpuUsage
 from runner.execution.sandbox import Executor, RunAs, SandboxError
 from runner.site.reference import measurements
 from runner.tree.jsonpaths import lookup
-from runner.tree.model import ModelError, Result, scored_document
+from runner.tree.located import ModelError
 from runner.tree.references import image_refusal
+from runner.tree.result_model import Result, scored_document
 from runner.tree.store import Store
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, edit_yaml, phase_file, write_submission
@@ -696,7 +697,8 @@ def test_phase_sets_the_paths_the_command_and_how_many_cases_each_run_gets(repo,
     ("cases_per_run: 0", "cases_per_run"),
 ])
 def test_a_wrong_contract_is_one_line_naming_the_field(repo, line, message):
-    from runner.tree.model import ModelError, load_phase
+    from runner.tree.loading import load_phase
+    from runner.tree.located import ModelError
     phase_file(repo).write_text(phase_file(repo).read_text() + line + "\n")
     with pytest.raises(ModelError, match=message):
         load_phase(phase_file(repo), CHALLENGE)

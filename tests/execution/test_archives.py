@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner.execution.archives import EXPANSION_MAX, HEADER_MAX, BadArchive, sanitize
-from tests.helpers import REPO
+from tests.helpers import REPO, base_image_setting
 
 MiB = 1024**2
 def layer_of(files: dict[str, bytes]) -> bytes:
@@ -323,7 +323,7 @@ def test_trusted_images_are_run_and_built_by_id_never_by_tag(engine, docker_clie
     repository, _, name = tag.rpartition(":")
     docker_client.images.get(tiny_image).tag(repository, name, force=True)  # as an attacker once could
     assert engine.build(tmp_path, name="challenge-test/trusted", base=base_image) == built
-    assert engine.ensure_base() == base_image and engine.keeper_image == base_image
+    assert engine.ensure_base(base_image_setting()) == base_image and engine.keeper_image == base_image
 
 
 def sparse_layer(apparent: int) -> bytes:

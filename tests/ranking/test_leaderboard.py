@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 
 from runner.ranking.leaderboard import Rows, competition_ranks, leaderboard, lookup
-from runner.tree.model import Column, Phase, Result
+from runner.tree.phase_model import Column, Phase
+from runner.tree.result_model import Result
 
 FIVE = [(0, 0), (.5, .2), (1, .3), (.7, .4), (.5, .5)]
 
@@ -124,7 +125,7 @@ def test_lookup_ignores_non_numbers():
 
 
 def case_phase(method: str, **options) -> Phase:
-    from runner.tree.model import RankingOptions
+    from runner.tree.phase_model import RankingOptions
     return Phase(challenge="c", slug="p", title="P", submission_kind="algorithm",
                  score=Column(path="aggregates.v", title="V", order="desc"), scoring_method_choice=method,
                  score_case_jsonpath="case.*.v", ranking_options=RankingOptions(**options))

@@ -22,8 +22,8 @@ from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.tree.datasets import DataError, Source, download, sources
+from runner.tree.loading import load_challenge
 from runner.tree.located import ModelError
-from runner.tree.model import load_challenge
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO
 from tests.helpers import CHALLENGE, REPO

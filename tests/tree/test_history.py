@@ -152,19 +152,16 @@ def _everything(history: History) -> tuple:
             [[(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in history.results(s)] for s in snaps])
 
 
-def test_the_history_cache_reads_only_new_commits_and_agrees_with_git(history_repo, monkeypatch):
+def test_the_history_cache_reads_only_new_commits_and_agrees_with_git(history_repo):
     cache = history_repo / "build" / "history.pickle"
     first = _everything(History(Store(history_repo), cache=cache))
     assert cache.is_file() and _everything(History(Store(history_repo), cache=cache)) == first
     commit(history_repo, "2026-03-08T10:00:00Z")  # carol's result lands
     (history_repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json").unlink()
     commit(history_repo, "2026-03-09T10:00:00Z")  # alice's is removed
-    logged: list[str] = []
     history = History(Store(history_repo), cache=cache)
-    git = history._git
-    monkeypatch.setattr(history, "_git", lambda *args: logged.append(args[-3] if args[0] == "log" else args[0])
-                        or git(*args))
     cached = _everything(history)
+    logged = [args[-3] if args[0] == "log" else args[0] for args in history.git_commands]
     assert cached == _everything(History(Store(history_repo)))  # as read from git whole
     ranges = [a for a in logged if ".." in a]
     assert "ls-tree" not in logged and len(ranges) == 1  # the new commits alone; HEAD's files are not listed
