@@ -1,5 +1,6 @@
 """A phase's rules as participants read them on the challenge page, written from the phase file
-itself, so the page never drifts from what the rules and the runner enforce.
+itself, so the page never drifts from what the rules and the runner enforce; among them its ranking
+method in one sentence, which the leaderboard page and the report repeat.
 """
 
 from __future__ import annotations
@@ -10,12 +11,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from runner.tree.model import MAX_COMMENT, NAME, Challenge, Phase, Result
+from runner.tree.model import MAX_COMMENT, Challenge
 from runner.tree.paths import CHALLENGES
+from runner.tree.phase_model import Phase
 from runner.tree.policy import not_by_form, plural, took, visibility, window
+from runner.tree.result_model import Result
+from runner.tree.schema_types import NAME
 
 STAMP = "%Y-%m-%d %H:%M UTC"
 LOGIN = "LOGIN"  # in a submit link's folder: the reader's login or team, which assets/submit.js fills in
+
+METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median": "Median of ranks",
+                "aggregate-then-rank": "Aggregate then rank", "rank-then-aggregate": "Rank then aggregate",
+                "test-then-rank": "Test then rank", "rank-then-average": "Rank then average (FLARE)"}
+LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
+          "most_recent": "each participant's most recent result is listed"}
+BETTER = {"desc": "higher is better", "asc": "lower is better"}  # a column's order, in words
 
 
 @dataclass(frozen=True)
@@ -310,3 +321,49 @@ def next_milestone(found: list[Milestone], now: dt.datetime) -> Milestone | None
 
 def _day_start(day: dt.date) -> dt.datetime:
     return dt.datetime.combine(day, dt.time(0, 0), dt.UTC)
+
+
+def ranking_method(phase: Phase) -> str:
+    """The ranking method explained in one sentence (its name is METHOD_NAMES')."""
+    score, options, method = phase.score.title, phase.ranking_options, phase.scoring_method_choice
+    if method == "absolute":
+        how = f"results are ordered on {score} alone ({BETTER[phase.score.order]})"
+    elif method in ("mean", "median"):
+        ranked = "; ".join(f"{c.title}: {BETTER[c.order]}" for i, c in enumerate(phase.columns)
+                           if i == 0 or not c.exclude_from_ranking)
+        how = (f"each result is ranked on every ranked column separately ({ranked}), then ordered by the "
+               f"{method} of those ranks")
+    elif method == "aggregate-then-rank":
+        how = f"results are ordered on the {options.aggregate} of their per-case {score} ({BETTER[phase.score.order]})"
+    elif method == "rank-then-aggregate":
+        how = (f"the results are ranked on {score} in each case ({BETTER[phase.score.order]}), then ordered by "
+               f"the {options.aggregate} of their per-case ranks")
+    elif method == "rank-then-average":
+        return rank_then_average(phase, listed=listed(phase))
+    else:
+        adjusted = "" if options.p_adjust == "none" else f", p adjusted by {options.p_adjust}"
+        how = (f"every pair of results is compared on {score} by a one-sided Wilcoxon signed-rank test over cases "
+               f"(p ≤ {options.alpha}{adjusted}), and results are ordered by the share of the others they beat")
+    return (f"{how}, equal ones sharing a rank (1, 2, 2, 4); {listed(phase)}, "
+            "and one missing a ranked value is listed without a rank.")
+
+
+def listed(phase: Phase) -> str:
+    """Which results the leaderboard lists, and of which (L2L's best of the last N)."""
+    which = LISTED[phase.result_display_choice]
+    if phase.best_of_last:
+        return f"only each participant's last {phase.best_of_last} results compete; {which}"
+    return which
+
+
+def rank_then_average(phase: Phase, *, listed: str) -> str:
+    """FLARE's method in one sentence: what is ranked per case, how the ranks combine, and what a
+    failed case counts as (its own rule, so it differs from the other methods' closing words)."""
+    weighted = len({m.weight for m in phase.ranking_metrics}) > 1
+    named = [f"{m.title} ({BETTER[m.order]}{f', weight {m.weight:g}' if weighted else ''})"
+             for m in phase.ranking_metrics]
+    metrics = ", ".join(named[:-1]) + f" and {named[-1]}" if len(named) > 1 else "".join(named)
+    return (f"in every case each result is ranked on {metrics}, a failed or missing case ranking last; a result's "
+            f"{'weighted ' if weighted else ''}mean rank divided by the number of results ranked orders them, the "
+            f"smallest first, equal ones sharing a rank (1, 2, 2, 4); {listed}, and one with no value at all is "
+            "listed without a rank.")

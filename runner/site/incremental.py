@@ -1,20 +1,28 @@
-"""MkDocs' build as `mkdocs build` runs it, step by step, redoing only what changed since the last build.
+"""MkDocs' own build (`mkdocs build`), redoing only the pages whose output changed since the last build.
 
 MkDocs has no incremental build (`--dirty` leaves the navigation and the search index wrong), and a
 full build of a large catalog spends its time converting every page's Markdown, rendering the whole
 navigation into every page (quadratic in pages) and copying every data file. One new result changes
-a few pages and data files, so this build keeps, in a cache file outside the site folder:
+a few pages and data files. So this runs MkDocs' public `build(config, dirty=True)`, in which MkDocs
+converts and renders only the pages whose `File.is_modified()` is true, with a plugin (`Incremental`)
+that answers `is_modified` from a cache file kept outside the site folder instead of from file times:
 
-- each page's converted Markdown, under a hash of its source and of the site's configuration, with
-  the link targets the conversion looked up (a page is converted again when one appears or goes);
-- a hash of each page's rendering inputs (its HTML, table of contents, title, the whole navigation),
-  so a page whose inputs are unchanged keeps its output file.
+- while pages are read (before `on_env`), a page is modified when its source (with its meta, its
+  navigation title if any, whether it is the home page) or the configuration changed, or a link target
+  its conversion looked up last time appeared or went; the others get their converted HTML, table of
+  contents, title and anchors back from the cache;
+- while pages are written (after `on_env`, when every page's title and meta are known), a page is
+  modified when the hash of its rendering's inputs changed (the configuration, the navigation with every
+  title, address and meta in order, the list of pages, the page's own HTML, title, meta and table of
+  contents) or its output file is not as this builder wrote it (size and time).
 
-Everything else runs as MkDocs runs it, in the same order: the same plugin events (the search plugin
-still indexes every page, so the search index is whole), the theme's templates, data files copied
-where the staged copy is newer (page generation keeps unchanged files' times), and files no longer
-built are removed, so the site equals a clean build. Only the search plugin is known: with any other
-plugin, or in strict mode (warnings of kept pages would not be repeated), it is a plain full build.
+Everything else runs as MkDocs runs it: the same plugin events, the theme's templates, data files
+copied where the staged copy is newer (page generation keeps unchanged files' times), links to anchors
+validated with every page's anchors. The search plugin indexes only the pages rendered again: the
+plugin keeps each page's search entries and puts the kept pages' back, in the pages' order, before the
+index is written, so it equals a clean build's; files no longer built are removed, so the site equals a
+clean build. Only Material's search plugin is known: with any other plugin, or in strict mode (warnings
+of kept pages would not be repeated), it is a plain full build.
 
 Run as `python -m runner.site.incremental CONFIG CACHE [--strict]` from the folder holding CONFIG.
 """
@@ -22,30 +30,37 @@ Run as `python -m runner.site.incremental CONFIG CACHE [--strict]` from the fold
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import logging
 import os
 import pickle
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import material  # type: ignore[import-untyped]  # mkdocs-material publishes no type information
-import mkdocs
-from mkdocs.commands.build import _build_page, _build_theme_template, _populate_page, build, get_context
+import jinja2
+from mkdocs.commands.build import build
 from mkdocs.config import load_config
+from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import Abort, BuildError, ConfigurationError
-from mkdocs.structure.files import File, Files, InclusionLevel, get_files, set_exclusions
-from mkdocs.structure.nav import Navigation, get_navigation
+from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
+from mkdocs.utils.templates import TemplateContext
 
 from runner.codekey import code_key
 
-KNOWN_PLUGINS = {"search", "material/search"}
+SEARCH = "material.plugins.search"  # the one plugin known: Material's search, whose index entries are kept
+PLUGIN = "runner/incremental"
 # What mkdocs and its search plugin write besides the files and pages (relative to the site folder).
 WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", "search/search_index.json")
+# MkDocs' notices about `--dirty` builds, which leave stale files and a wrong navigation: not this build.
+DIRTY_NOTICES = ("A 'dirty' build is being performed", "The directory contains stale files")
+INCLUDED: Callable[[InclusionLevel], bool] = InclusionLevel.is_included  # as `mkdocs build` (not serve) has it
 
 
 @dataclass
@@ -54,7 +69,7 @@ class Converted:
 
     content: str
     toc: Any
-    title: str | None
+    title: str | None  # the title the page gave itself (None where the navigation names it)
     anchors: set[str] | None
     links_to_anchors: dict[str, dict[str, str]] | None  # by the linked file's src_uri
     lookups: dict[str, bool]  # link target -> whether it was a file of the site
@@ -71,23 +86,143 @@ class Cache:
     indexed: dict[str, tuple[str, list[Any]]] = field(default_factory=dict)
 
 
-class _Recording:
-    """The site's files as a page's conversion sees them, noting each link target it looks up."""
+class PageFile(File):
+    """A documentation page whose `is_modified` is the `Incremental` plugin's answer, not a comparison of times."""
 
-    def __init__(self, files: Files):
-        self.files = files
-        self.lookups: dict[str, bool] = {}
+    def __init__(self, file: File, use_directory_urls: bool, plugin: Incremental):
+        super().__init__(file.src_path, file.src_dir, file.dest_dir, use_directory_urls, dest_uri=file.dest_uri,
+                         inclusion=file.inclusion)
+        self.incremental = plugin
+
+    def is_modified(self) -> bool:
+        return self.src_uri in self.incremental.modified
+
+
+class RecordingFiles(Files):
+    """The site's files, noting each path looked up while `lookups` is set (while a page is converted)."""
+
+    def __init__(self, files: Iterable[File]):
+        super().__init__(files)
+        self.lookups: dict[str, bool] | None = None
 
     def get_file_from_path(self, path: str) -> File | None:
-        found = self.files.get_file_from_path(path)
-        self.lookups[path] = found is not None
+        found = super().get_file_from_path(path)
+        if self.lookups is not None:
+            self.lookups[path] = found is not None
         return found
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.files, name)
 
-    def __iter__(self) -> Any:
-        return iter(self.files)
+class Quiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(DIRTY_NOTICES)
+
+
+class Options(Config):  # type: ignore[no-untyped-call]  # mkdocs' __init_subclass__
+    """The plugin's options: none."""
+
+
+class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdocs' __init_subclass__
+    """Decides which pages MkDocs' dirty build converts and renders, and keeps what it needs for the others."""
+
+    def __init__(self, cache: Cache):
+        self.old, self.new = cache, Cache(cache.site)
+        self.modified: set[str] = set()  # src_uris: to convert (until on_env), then to render
+        self.files = RecordingFiles([])
+        self.nav: Navigation | None = None
+        self.named: set[str] = set()  # pages whose title the navigation gives
+        self.sources: dict[str, str] = {}  # src_uri -> source hash
+        self.inputs: dict[str, str] = {}  # src_uri -> hash of its rendering's inputs
+        self.entries: list[Any] | None = None  # the search index's entries, as the search plugin appends them
+        self.seen = 0  # entries already sliced into `indexed`
+        self.indexed: dict[str, list[Any]] = {}  # this build's pages' search entries
+
+    def pages(self) -> list[Page]:
+        found = [file.page for file in self.files.documentation_pages(inclusion=INCLUDED)]
+        return [page for page in found if page is not None]
+
+    @event_priority(-100)  # after any other plugin's files
+    def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        self.files = RecordingFiles(PageFile(f, config.use_directory_urls, self)
+                                    if f.is_documentation_page() and f.generated_by is None else f for f in files)
+        return self.files
+
+    @event_priority(-100)  # the navigation as the pages get it
+    def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> None:
+        """Read every page's source; those whose conversion's inputs are unchanged get it back from the cache."""
+        self.nav = nav
+        for file in self.files.documentation_pages(inclusion=INCLUDED):
+            page = file.page or Page(None, file, config)  # as `build` makes pages left out of the navigation
+            if page.title is not None:  # before the source is read: a title from the navigation
+                self.named.add(file.src_uri)
+            page.read_source(config)
+            source = _hash((page.markdown, page.meta, file.src_uri in self.named, page.is_homepage))
+            self.sources[file.src_uri] = source
+            kept = self.old.converted.get(file.src_uri)
+            if kept and kept[0] == source and all((self.files.get_file_from_path(path) is not None) == found
+                                                  for path, found in kept[1].lookups.items()):
+                self.restore(page, kept[1])
+                self.new.converted[file.src_uri] = kept
+            else:
+                self.modified.add(file.src_uri)
+
+    def restore(self, page: Page, done: Converted) -> None:
+        """What converting the page would give, as MkDocs' `Page.render` leaves it."""
+        page.content, page.toc = done.content, done.toc
+        if page.file.src_uri not in self.named:
+            page.title = done.title  # a `weak_property`: MkDocs' way to give a page its title
+        page.present_anchor_ids = done.anchors
+        if done.links_to_anchors is not None:
+            linked = {uri: self.files.get_file_from_path(uri) for uri in done.links_to_anchors}
+            page.links_to_anchors = {f: done.links_to_anchors[uri] for uri, f in linked.items() if f}
+
+    def on_pre_page(self, page: Page, /, *, config: MkDocsConfig, files: Files) -> None:
+        self.files.lookups = {}  # the link targets its conversion looks up
+
+    @event_priority(-100)  # the content as the other plugins leave it
+    def on_page_content(self, html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> None:
+        lookups, self.files.lookups = self.files.lookups or {}, None
+        links = page.links_to_anchors
+        uri = page.file.src_uri
+        self.new.converted[uri] = (self.sources[uri], Converted(
+            html, page.toc, None if uri in self.named else page.title, page.present_anchor_ids,
+            None if links is None else {f.src_uri: dict(a) for f, a in links.items()}, lookups))
+
+    @event_priority(-100)
+    def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: Files) -> None:
+        """Every page converted or restored: from now on, the pages to render are those whose inputs changed."""
+        assert self.nav is not None
+        pages = self.pages()
+        navigation = _nav_hash(self.nav, pages)
+        self.modified = set()
+        for page in pages:
+            uri = page.file.src_uri
+            self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page)
+            indexed = self.old.indexed.get(uri)
+            if (self.old.rendered.get(uri) != (inputs, *_written(page.file.abs_dest_path))
+                    or indexed is None or indexed[0] != inputs):
+                self.modified.add(uri)
+        self.entries = _search_entries(config)
+        self.seen = len(self.entries or [])
+
+    @event_priority(-100)  # after the search plugin added the page's entries
+    def on_page_context(self, context: TemplateContext, /, *, page: Page, config: MkDocsConfig,
+                        nav: Navigation) -> None:
+        if self.entries is not None:
+            self.indexed[page.file.src_uri] = self.entries[self.seen:]
+            self.seen = len(self.entries)
+
+    @event_priority(100)  # before the search plugin writes its index
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        """The kept pages' search entries back in the index, in the pages' order, as a clean build has them."""
+        ordered: list[Any] = []
+        for page in self.pages():
+            uri = page.file.src_uri
+            entries = self.indexed.get(uri, []) if uri in self.modified else self.old.indexed[uri][1]
+            ordered += entries
+            self.new.rendered[uri] = (self.inputs[uri], *_written(page.file.abs_dest_path))
+            self.new.indexed[uri] = (self.inputs[uri], entries)
+        if self.entries is not None:
+            self.entries[:] = ordered
 
 
 def main(argv: list[str]) -> int:
@@ -97,7 +232,7 @@ def main(argv: list[str]) -> int:
         config = load_config(str(config_file), strict="--strict" in argv[2:])
         config.plugins.on_startup(command="build", dirty=False)
         try:
-            if set(config.plugins) - KNOWN_PLUGINS or config.strict:
+            if config.strict or any(not type(p).__module__.startswith(SEARCH) for p in config.plugins.values()):
                 build(config)
             else:
                 build_incrementally(config, cache_file, _site_hash(config_file, config))
@@ -110,89 +245,32 @@ def main(argv: list[str]) -> int:
 
 
 def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> None:
-    """`mkdocs.commands.build.build` without its cleaning, reusing `cache_file`'s conversions and renderings."""
-    cache = _load(cache_file, site)
-    converted: dict[str, tuple[str, Converted]] = {}  # this build's pages only
-    config = config.plugins.on_config(config)
-    config.plugins.on_pre_build(config=config)
-    files = get_files(config)
-    env = config.theme.get_env()
-    files.add_files_from_theme(env, config)
-    files = config.plugins.on_files(files, config=config)
-    set_exclusions(files, config)
-    nav = config.plugins.on_nav(get_navigation(files, config), config=config, files=files)
-    inclusion: Callable[[InclusionLevel], bool] = InclusionLevel.is_included  # as mkdocs' Files types it
-    doc_files = files.documentation_pages(inclusion=inclusion)
-    for file in doc_files:
-        if file.page is None and file.inclusion.is_not_in_nav():  # type: ignore[no-untyped-call]  # untyped in mkdocs
-            Page(None, file, config)
-        assert file.page is not None
-        converted[file.src_uri] = _convert(file.page, config, files, cache.converted.get(file.src_uri))
-    env = config.plugins.on_env(env, config=config, files=files)
-    files.copy_static_files(dirty=True, inclusion=inclusion)  # copies where the staged file is newer
-    for template in config.theme.static_templates:
-        _build_theme_template(template, env, files, config, nav)
-    navigation = _nav_hash(nav, doc_files)
-    rendered, indexed, index = {}, {}, _search_entries(config)
-    for file in doc_files:
-        page = file.page
-        assert page is not None
-        inputs = _page_hash(site, navigation, page)
-        start = len(index) if index is not None else 0
-        if cache.rendered.get(file.src_uri) == (inputs, *_written(file.abs_dest_path)):
-            # The output stands; the search index still gets the page's entries, as last time where known.
-            kept = cache.indexed.get(file.src_uri)
-            if index is not None and kept is not None and kept[0] == inputs:
-                index.extend(kept[1])
-            else:
-                config.plugins.on_page_context(get_context(nav, doc_files, config, page), page=page, config=config,
-                                               nav=nav)
-        else:
-            excluded = file.inclusion.is_excluded()  # type: ignore[no-untyped-call]  # untyped in mkdocs
-            _build_page(page, config, doc_files, nav, env, excluded=excluded)
-        rendered[file.src_uri] = (inputs, *_written(file.abs_dest_path))
-        if index is not None:
-            indexed[file.src_uri] = (inputs, index[start:])
-    level = config.validation.links.anchors
-    for file in doc_files:
-        assert file.page is not None
-        file.page.validate_anchor_links(files=files, log_level=level)
-    config.plugins.on_post_build(config=config)
-    _remove_stale(Path(config.site_dir), {f.abs_dest_path for f in files if inclusion(f.inclusion)})
-    _save(cache_file, Cache(site, converted, rendered, indexed))
+    """`mkdocs.commands.build.build` in its dirty mode, `cache_file` telling which pages to convert and render."""
+    plugin = Incremental(_load(cache_file, site))
+    plugin.load_config({})
+    config.plugins[PLUGIN] = plugin
+    quiet, logger = Quiet(), logging.getLogger("mkdocs.commands.build")
+    logger.addFilter(quiet)
+    try:
+        build(config, dirty=True)
+    finally:
+        logger.removeFilter(quiet)
+    _remove_stale(Path(config.site_dir), {f.abs_dest_path for f in plugin.files if INCLUDED(f.inclusion)})
+    _save(cache_file, plugin.new)
 
 
 def _search_entries(config: MkDocsConfig) -> list[Any] | None:
-    """Material's search index entries (a list each page's sections are appended to), which a page
-    whose rendering inputs are unchanged gets back from the cache instead of being parsed again (its
-    HTML parse was a third of a build that changed one page); None with another search plugin."""
+    """Material's search index entries (a list each page's sections are appended to); None where its
+    search is disabled."""
     for plugin in config.plugins.values():
         entries = getattr(getattr(plugin, "search_index", None), "entries", None)
-        if type(plugin).__module__.startswith("material.plugins.search") and isinstance(entries, list):
+        if type(plugin).__module__.startswith(SEARCH) and isinstance(entries, list):
             return entries
     return None
 
 
-def _convert(page: Page, config: MkDocsConfig, files: Files,
-             kept: tuple[str, Converted] | None) -> tuple[str, Converted]:
-    """The page's Markdown as HTML: `kept` where its source and the files it linked are the same."""
-    page.read_source(config)
-    source = hashlib.sha256(repr((page.markdown, page.meta)).encode()).hexdigest()
-    if kept and kept[0] == source and all((files.get_file_from_path(p) is not None) == found
-                                          for p, found in kept[1].lookups.items()):
-        done = kept[1]
-        page.content, page.toc, page._title_from_render = done.content, done.toc, done.title
-        page.present_anchor_ids = done.anchors
-        if done.links_to_anchors is not None:
-            linked = {uri: files.get_file_from_path(uri) for uri in done.links_to_anchors}
-            page.links_to_anchors = {f: done.links_to_anchors[uri] for uri, f in linked.items() if f}
-        return kept
-    recording = _Recording(files)
-    _populate_page(page, config, recording)  # type: ignore[arg-type]  # duck-typed Files
-    links = page.links_to_anchors
-    return source, Converted(page.content or "", page.toc, page._title_from_render, page.present_anchor_ids,
-                             None if links is None else {f.src_uri: dict(a) for f, a in links.items()},
-                             recording.lookups)
+def _hash(value: object) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()
 
 
 def _written(path: str | None) -> tuple[int, int]:
@@ -205,29 +283,33 @@ def _written(path: str | None) -> tuple[int, int]:
 
 def _page_hash(site: str, navigation: str, page: Page) -> str:
     """What a page's output depends on: the site, the navigation, and the page's own converted content."""
-    text = repr((site, navigation, page.file.src_uri, page.url, page.title, page.meta, page.content,
-                 [(str(item), item.url) for item in page.toc]))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _hash((site, navigation, page.file.src_uri, page.url, page.title, page.meta, page.content,
+                  [(str(item), item.url) for item in page.toc]))
 
 
-def _nav_hash(nav: Navigation, doc_files: Sequence[File]) -> str:
-    """The navigation each page renders (every title and address, in order) and the list of pages."""
+def _nav_hash(nav: Navigation, pages: list[Page]) -> str:
+    """The navigation each page renders (every title, address and meta, in order) and the list of pages."""
     def walk(items: list[Any]) -> list[Any]:
-        return [(type(i).__name__, i.title, getattr(i, "url", None), walk(i.children or [])) for i in items]
-    text = repr((walk(nav.items), [f.src_uri for f in doc_files]))
-    return hashlib.sha256(text.encode()).hexdigest()
+        return [(type(i).__name__, i.title, getattr(i, "url", None), getattr(i, "meta", None),
+                 walk(i.children or [])) for i in items]
+    return _hash((walk(nav.items), [page.file.src_uri for page in pages]))
 
 
 def _site_hash(config_file: Path, config: MkDocsConfig) -> str:
     """The configuration files, the theme's overrides, and the versions of what renders the site."""
-    parts = [mkdocs.__version__, getattr(material, "__version__", ""), code_key([__name__])]
+    parts: list[str | bytes] = [code_key([__name__])]
+    for name in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions"):  # what converts and renders
+        try:
+            parts.append(importlib.metadata.version(name))
+        except importlib.metadata.PackageNotFoundError:
+            parts.append("")
     parts += [config_file.read_bytes()]
     parent = config_file.parent / "mkdocs.yml"
     parts += [parent.read_bytes()] if parent.is_file() else []
     custom = config.theme.custom_dir
     for path in sorted(Path(custom).rglob("*")) if custom else []:
         parts += [str(path).encode(), path.read_bytes() if path.is_file() else b""]
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    return _hash(parts)
 
 
 def _remove_stale(site: Path, kept: set[str]) -> None:

@@ -20,7 +20,7 @@ import datetime as dt
 import html
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -35,6 +35,7 @@ from runner.ranking.leaderboard import (
     Rows,
     combined,
     leaderboard,
+    phase_leaderboard,
 )
 from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
@@ -42,33 +43,33 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
-from runner.site.facts import JobDuration, average_job_duration, milestones, next_milestone, phase_facts, size_text
+from runner.site.facts import (
+    METHOD_NAMES,
+    JobDuration,
+    average_job_duration,
+    milestones,
+    next_milestone,
+    phase_facts,
+    ranking_method,
+    size_text,
+)
 from runner.site.reference import reference_markdown
 from runner.tree.details import method_reports, submission_details, supplementary_file
-from runner.tree.exclusions import ranking_exclusions, short
+from runner.tree.exclusions import short
 from runner.tree.history import History, HistoryError, Snapshot
-from runner.tree.model import (
-    Challenge,
-    CombinedLeaderboard,
-    Phase,
-    Provenance,
-    Result,
-    SubmissionDetails,
-)
+from runner.tree.model import Challenge, CombinedLeaderboard
 from runner.tree.paths import NOT_PAGES, result_path
+from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
+from runner.tree.result_model import Provenance, Result
 from runner.tree.schema import json_schemas
 from runner.tree.store import Store
+from runner.tree.submission_model import SubmissionDetails
 from runner.tree.verification import Check
 
 PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
-METHOD_NAMES = {"absolute": "Absolute ranking", "mean": "Mean of ranks", "median": "Median of ranks",
-                "aggregate-then-rank": "Aggregate then rank", "rank-then-aggregate": "Rank then aggregate",
-                "test-then-rank": "Test then rank", "rank-then-average": "Rank then average (FLARE)"}
-LISTED = {"all": "every successful result is listed", "best": "each participant's best result is listed",
-          "most_recent": "each participant's most recent result is listed"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
 # A phase with more results bundles each participant's public records in one JSON file: staged files
 # then grow with participants, not results (Zensical stalls near 64,000 files; MkDocs copies each one).
@@ -222,62 +223,13 @@ def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]
             for r in done]
 
 
-def ranking_method(phase: Phase) -> str:
-    """The ranking method explained in one sentence (its name is METHOD_NAMES')."""
-    score, options, method = phase.score.title, phase.ranking_options, phase.scoring_method_choice
-    better = {"desc": "higher is better", "asc": "lower is better"}
-    if method == "absolute":
-        how = f"results are ordered on {score} alone ({better[phase.score.order]})"
-    elif method in ("mean", "median"):
-        ranked = "; ".join(f"{c.title}: {better[c.order]}" for i, c in enumerate(phase.columns)
-                           if i == 0 or not c.exclude_from_ranking)
-        how = (f"each result is ranked on every ranked column separately ({ranked}), then ordered by the "
-               f"{method} of those ranks")
-    elif method == "aggregate-then-rank":
-        how = f"results are ordered on the {options.aggregate} of their per-case {score} ({better[phase.score.order]})"
-    elif method == "rank-then-aggregate":
-        how = (f"the results are ranked on {score} in each case ({better[phase.score.order]}), then ordered by "
-               f"the {options.aggregate} of their per-case ranks")
-    elif method == "rank-then-average":
-        return rank_then_average(phase, listed=listed(phase))
-    else:
-        adjusted = "" if options.p_adjust == "none" else f", p adjusted by {options.p_adjust}"
-        how = (f"every pair of results is compared on {score} by a one-sided Wilcoxon signed-rank test over cases "
-               f"(p ≤ {options.alpha}{adjusted}), and results are ordered by the share of the others they beat")
-    return (f"{how}, equal ones sharing a rank (1, 2, 2, 4); {listed(phase)}, "
-            "and one missing a ranked value is listed without a rank.")
-
-
-def listed(phase: Phase) -> str:
-    """Which results the leaderboard lists, and of which (L2L's best of the last N)."""
-    which = LISTED[phase.result_display_choice]
-    if phase.best_of_last:
-        return f"only each participant's last {phase.best_of_last} results compete; {which}"
-    return which
-
-
-def rank_then_average(phase: Phase, *, listed: str) -> str:
-    """FLARE's method in one sentence: what is ranked per case, how the ranks combine, and what a
-    failed case counts as (its own rule, so it differs from the other methods' closing words)."""
-    better = {"desc": "higher is better", "asc": "lower is better"}
-    weighted = len({m.weight for m in phase.ranking_metrics}) > 1
-    named = [f"{m.title} ({better[m.order]}{f', weight {m.weight:g}' if weighted else ''})"
-             for m in phase.ranking_metrics]
-    metrics = ", ".join(named[:-1]) + f" and {named[-1]}" if len(named) > 1 else "".join(named)
-    return (f"in every case each result is ranked on {metrics}, a failed or missing case ranking last; a result's "
-            f"{'weighted ' if weighted else ''}mean rank divided by the number of results ranked orders them, the "
-            f"smallest first, equal ones sharing a rank (1, 2, 2, 4); {listed}, and one with no value at all is "
-            "listed without a rank.")
-
-
 def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: CombinedLeaderboard) -> None:
     """A leaderboard over several phases; withheld while any of them is a blind phase still open."""
     phases = {slug: store.phase(challenge.slug, slug) for slug, _ in spec.phases}
     withheld = next((shown.note for p in phases.values() if not (shown := visibility(p, now=run.now)).scores), "")
-    rows = [] if withheld else combined(spec, {slug: leaderboard(p, results, excluded=ranking_exclusions(store.paths, p,
-                                                                                                        results))
-                                            for slug, p in phases.items()
-                                            for results in [store.published(challenge.slug, p, now=run.now)]})
+    rows = [] if withheld else combined(spec, {
+        slug: phase_leaderboard(store.paths, p, store.published(challenge.slug, p, now=run.now))
+        for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
                                                          withheld=withheld)
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
@@ -315,9 +267,9 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     trail = Trail(checks, origins, refused or [], changes(results))
     folder = Path(challenge.slug, "leaderboard", phase.slug)
     shown = visibility(phase, now=run.now)
-    excluded = ranking_exclusions(run.history.store.paths, phase, results)
     made = Rows(phase)  # the snapshots rank mostly the same results again
-    board = leaderboard(phase, results, excluded=excluded, made=made)
+    board = phase_leaderboard(run.history.store.paths, phase, results, made=made)
+    excluded = board.exclusions
     viewer = Path(challenge.slug, "results", phase.slug)
     about, pdfs = _submission_details(run, phase, viewer, results)
     bundled = len(results) > BUNDLE_OVER
@@ -394,7 +346,7 @@ def _render(run: _Run, template: str, **context: Any) -> bytes:
     return run.env.get_template(template).render(**context).encode()
 
 
-def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: dict[str, str],
+def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: Mapping[str, str],
                made: Rows) -> list[str]:
     """The table as it stood at the end of each day it changed, from git; none outside git.
     Only results the public may see now appear (approvals, where auto-publish is off). A result

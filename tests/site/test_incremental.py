@@ -63,3 +63,37 @@ def test_incremental_builds_equal_clean_builds_as_results_and_pages_change(repo,
     build_site(SiteConfig.read(repo), "zensical")  # another builder's files in the same folder
     build_twice(repo, tmp_path / "fifth")
     assert differences(site, tmp_path / "fifth") == []
+
+
+def test_kept_pages_follow_the_link_targets_titles_and_search_entries_of_others(repo, tmp_path):
+    add_result(repo, "alice", "v1", 0.8)
+    challenge = repo / "challenges" / CHALLENGE
+    (challenge / "faq.md").write_text("# FAQ\n\nSee [the table](table.csv) and [the rules](rules.md#deadline).\n")
+    site = build_twice(repo, tmp_path / "first")
+    assert differences(site, tmp_path / "first") == []
+    faq, leaderboard = site / CHALLENGE / "faq" / "index.html", site / CHALLENGE / "leaderboard" / PHASE / "index.html"
+    assert 'href="table.csv"' in faq.read_text()  # no such file: the link is left as is
+    before = leaderboard.stat().st_mtime_ns
+
+    (challenge / "table.csv").write_text("a,b\n1,2\n")  # the link's target appears, the navigation stays
+    build_twice(repo, tmp_path / "second")
+    assert differences(site, tmp_path / "second") == []
+    assert 'href="../table.csv"' in faq.read_text() and leaderboard.stat().st_mtime_ns == before
+
+    (challenge / "table.csv").unlink()  # and goes
+    (challenge / "rules.md").write_text("# Rules\n\n## Deadline\n\nIn March.\n")  # a new page: a new navigation
+    build_twice(repo, tmp_path / "third")
+    assert differences(site, tmp_path / "third") == []
+    assert 'href="table.csv"' in faq.read_text() and 'href="../rules/#deadline"' in faq.read_text()
+
+    (challenge / "rules.md").write_text("# Terms\n\nNo deadline.\n")  # a page's own title: every page's navigation
+    build_twice(repo, tmp_path / "fourth")
+    assert differences(site, tmp_path / "fourth") == [] and "Terms" in leaderboard.read_text()
+
+    before = {path: path.stat().st_mtime_ns for path in (faq, leaderboard)}
+    cache = site.with_name(f".{site.name}-mkdocs-cache")
+    again = subprocess.run([sys.executable, "-m", "runner.site.incremental", "mkdocs.generated.yml", str(cache)],
+                           cwd=repo, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert again.returncode == 0 and "dirty" not in again.stderr and "stale" not in again.stderr  # MkDocs' own notices
+    assert {path: path.stat().st_mtime_ns for path in before} == before  # nothing changed: nothing written
+    assert differences(site, tmp_path / "fourth") == []  # the search index whole, from the kept pages' entries
