@@ -8,17 +8,16 @@ for analyzing and visualizing challenge results", 2021): podium plot, ranking he
 blob plot, significance map, and Kendall's tau across ranking methods and bootstrap samples.
 
 The numbers come from `runner.ranking.report_data`; this module only draws and writes them. The
-SVG is written by hand, as `site/assets/charts.js` draws in the browser, so the report needs no
-plotting library, no script and no network: it opens from a file or an e-mail attachment.
+SVG is written by hand (`runner.site.charts`), so the report needs no plotting library, no script
+and no network: it opens from a file or an e-mail attachment.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,25 @@ from runner.ranking.methods import RankSpec
 from runner.ranking.report_data import CaseAnalysis, Participation, PhaseAnalysis, Violin, analyse_phase, participation
 from runner.ranking.tables import fmt
 from runner.site import templating
+from runner.site.charts import (
+    ACCENT,
+    DARK,
+    INK,
+    LIGHT,
+    MUTED,
+    axis_title,
+    blob_svg,
+    colour,
+    el,
+    label,
+    linear,
+    num,
+    rank_text,
+    room,
+    rotated,
+    significance_svg,
+    svg,
+)
 from runner.site.facts import METHOD_NAMES, ranking_method
 from runner.site.pages import cell
 from runner.tree.model import CASE_METHODS, Challenge
@@ -41,13 +59,7 @@ from runner.tree.store import Store
 
 Progress = Callable[[int, int, str], None]  # (steps done, steps in all, what runs now)
 
-ACCENT, DARK, MUTED, LIGHT, INK = "#1565c0", "#0d2f6e", "#90a4ae", "#eceff1", "#263238"
-# Paul Tol's colour-blind-safe "bright" and "muted" schemes; more algorithms get golden-angle hues.
-PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#332288", "#44aa99",
-           "#999933", "#882255", "#117733", "#dd7722", "#6699cc", "#bbbbbb")
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 PODIUM_MAX = 30  # more algorithms than this make a podium of k x k columns too narrow to read
-SIGNIFICANCE_KEY = ((ACCENT, "column significantly better"), (LIGHT, "not significantly better"))
 # Each figure's title and caption: how to read it, in challengeR's terms.
 CAPTIONS = {
     "podium": ("Podium plot", "Each dot is one team's {metric} in one case, on the podium place of the rank the "
@@ -203,10 +215,6 @@ def _helpers() -> dict[str, Any]:
 
 # --- sentences and table cells the templates share ----------------------------------------------
 
-def rank_text(value: float | None) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value:g}"
-
-
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -278,46 +286,24 @@ def figures_for(cases: CaseAnalysis, metric: str) -> dict[str, Figure]:
     words = {"metric": metric, "cases": len(cases.cases), "samples": len(cases.bootstrap.ranks),
              "alpha": f"{spec.alpha:g}", "adjusted": adjusted}
     drawn = {"podium": podium_svg(cases, f"{metric} per case") if len(cases.algorithms) <= PODIUM_MAX else None,
-             "heatmap": heatmap_svg(cases), "blob": blob_svg(cases), "significance": significance_svg(cases),
+             "heatmap": heatmap_svg(cases), "blob": _blob(cases), "significance": _significance(cases),
              "tau-methods": tau_matrix_svg(cases), "tau-bootstrap": tau_violin_svg(cases)}
     return {name: Figure(name, CAPTIONS[name][0], CAPTIONS[name][1].format(**words), image)
             for name, image in drawn.items() if image is not None}
 
 
-def colour(i: int) -> str:
-    if i < len(PALETTE):
-        return PALETTE[i]
-    return f"hsl({(i * 137.508) % 360:.0f}, 55%, 45%)"
+
+def _blob(cases: CaseAnalysis) -> str:
+    """The blob plot (`charts.blob_svg`) of the teams in ranking order, with their ranks on all cases."""
+    b = cases.bootstrap
+    return blob_svg(cases.algorithms, cases.rank_shares, b.median_rank, b.ci_low, b.ci_high, ranks=cases.ranks)
 
 
-def _num(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}".rstrip("0").rstrip(".")
-    return str(value)
-
-
-def el(tag: str, content: str = "", **attrs: object) -> str:
-    """An SVG element; attribute names are written with hyphens (text_anchor -> text-anchor)."""
-    written = "".join(f' {k.rstrip("_").replace("_", "-")}="{escape(_num(v))}"' for k, v in attrs.items()
-                      if v is not None)
-    return f"<{tag}{written}>{content}</{tag}>" if content else f"<{tag}{written}/>"
-
-
-def label(x: float, y: float, content: str, **attrs: object) -> str:
-    return el("text", escape(content), x=x, y=y, **{"fill": INK, **attrs})
-
-
-def svg(width: float, height: float, title: str, parts: Iterable[str]) -> str:
-    """A standalone SVG (it is also written as a file for the Markdown report)."""
-    w, h = math.ceil(width), math.ceil(height)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-            f'aria-label="{escape(title)}" font-family="{escape(FONT)}" font-size="12">'
-            f"<title>{escape(title)}</title>{''.join(parts)}</svg>")
-
-
-def room(names: Iterable[str], size: float = 12) -> float:
-    """Width of the longest name at font size `size` (about 0.6 em a character), plus a margin."""
-    return 10 + 0.6 * size * max([len(n) for n in names] + [3])
+def _significance(cases: CaseAnalysis) -> str:
+    """The significance map (`charts.significance_svg`) of the teams in ranking order, with their ranks."""
+    names = cases.algorithms
+    better = cases.bootstrap.significance.loc[names, names].to_numpy().tolist()
+    return significance_svg(names, better, ranks=cases.ranks)
 
 
 def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -338,16 +324,6 @@ def tick_text(value: float, values: Sequence[float]) -> str:
     return f"{value:.{places}f}"
 
 
-def linear(lo: float, hi: float, a: float, b: float) -> Callable[[float], float]:
-    span = (hi - lo) or 1.0
-    return lambda v: a + (v - lo) / span * (b - a)
-
-
-def rotated(x: float, y: float, content: str, angle: float = -45) -> str:
-    """A label ending at (x, y), turned by `angle` degrees: names under columns."""
-    return label(x, y, content, text_anchor="end", transform=f"rotate({angle} {_num(x)} {_num(y)})")
-
-
 def legend(x: float, y: float, names: Sequence[str]) -> list[str]:
     parts = []
     for i, name in enumerate(names):
@@ -364,11 +340,6 @@ def y_axis(x: float, scale: Callable[[float], float], marks: Sequence[float], *,
         parts.append(el("line", x1=x, x2=x + width, y1=y, y2=y, stroke=LIGHT))
         parts.append(label(x - 6, y + 4, tick_text(v, marks), text_anchor="end", font_size=11))
     return parts
-
-
-def axis_title(x: float, y: float, content: str) -> str:
-    """A vertical axis title centred on (x, y)."""
-    return label(x, y, content, text_anchor="middle", transform=f"rotate(-90 {_num(x)} {_num(y)})")
 
 
 def podium_svg(cases: CaseAnalysis, score: str) -> str:
@@ -411,7 +382,7 @@ def _podium_lines(values: np.ndarray, ranks: np.ndarray, x: list[list[float]],
     parts = []
     for j in range(values.shape[1]):
         order = [i for i in np.argsort(ranks[:, j], kind="stable") if np.isfinite(values[i, j])]
-        points = " ".join(f"{_num(x[i][j])},{_num(y(float(values[i, j])))}" for i in order)
+        points = " ".join(f"{num(x[i][j])},{num(y(float(values[i, j])))}" for i in order)
         if len(order) > 1:
             parts.append(el("polyline", points=points, fill="none", stroke="#607d8b", stroke_opacity=0.3))
     return parts
@@ -466,87 +437,6 @@ def _colour_bar(x: float, y: float, cases: int) -> list[str]:
                     label(x + 20, y + steps * 16, "0", font_size=11)]
 
 
-def blob_svg(cases: CaseAnalysis) -> str:
-    """challengeR's blob plot of the bootstrap ranks: teams across, ranks down."""
-    k, b = len(cases.algorithms), cases.bootstrap
-    size = max(24.0, min(48.0, 640 / k))
-    left, top = max(56.0, 0.72 * room(cases.algorithms) - size / 2), 28.0
-    x = {a: left + (i + 0.5) * size for i, a in enumerate(cases.algorithms)}
-    y = linear(1, max(k, 2), top + size / 2, top + (max(k, 2) - 0.5) * size)
-    parts = [el("line", x1=x[cases.algorithms[0]], y1=y(1), x2=x[cases.algorithms[-1]], y2=y(k), stroke=MUTED,
-                stroke_dasharray="2 3")]
-    parts += [label(left - 6, y(r) + 4, str(r), text_anchor="end", font_size=11) for r in range(1, k + 1)]
-    for i, algorithm in enumerate(cases.algorithms):
-        parts += _blobs(x[algorithm], y, cases.rank_shares[algorithm], colour(i), size * 0.48, algorithm)
-        parts += _median_and_interval(x[algorithm], y, b.median_rank[algorithm], b.ci_low[algorithm],
-                                      b.ci_high[algorithm])
-        parts.append(label(x[algorithm], top - 10, rank_text(cases.ranks[algorithm]), text_anchor="middle",
-                           font_size=11))
-        parts.append(rotated(x[algorithm] + 4, top + k * size + 10, algorithm))
-    parts += [axis_title(left - 34, top + k * size / 2, "Bootstrap rank"),
-              *_size_legend(left + k * size + 24, top + 8, size * 0.48)]
-    return svg(left + k * size + 140, top + k * size + 0.75 * room(cases.algorithms) + 16, "Bootstrap ranks", parts)
-
-
-def _blobs(x: float, y: Callable[[float], float], shares: dict[float, float], fill: str, biggest: float,
-           name: str) -> list[str]:
-    return [el("circle", title_text(f"{name}: rank {rank_text(r)} in {100 * s:.1f}% of samples"), cx=x, cy=y(r),
-               r=biggest * math.sqrt(s), fill=fill, fill_opacity=0.75) for r, s in shares.items()]
-
-
-def title_text(content: str) -> str:
-    return f"<title>{escape(content)}</title>"
-
-
-def _median_and_interval(x: float, y: Callable[[float], float], median: float, low: float, high: float) -> list[str]:
-    m = y(median)
-    return [el("line", x1=x, x2=x, y1=y(low), y2=y(high), stroke="black", stroke_width=1.5),
-            el("path", d=f"M{_num(x - 5)} {_num(m - 5)} l10 10 m0 -10 l-10 10", stroke="black", stroke_width=2)]
-
-
-def _size_legend(x: float, y: float, biggest: float) -> list[str]:
-    parts, offset = [label(x, y, "share of samples", font_size=11)], y + 10
-    for share in (1.0, 0.5, 0.1):
-        r = biggest * math.sqrt(share)
-        parts += [el("circle", cx=x + biggest, cy=offset + r, r=r, fill=MUTED, fill_opacity=0.6),
-                  label(x + 2 * biggest + 6, offset + r + 4, f"{share:.0%}", font_size=11)]
-        offset += 2 * r + 6
-    return parts
-
-
-def significance_svg(cases: CaseAnalysis) -> str:
-    """challengeR's significance map: a filled cell where the column's team beats the row's."""
-    names, k = cases.algorithms, len(cases.algorithms)
-    beats = cases.bootstrap.significance.loc[names, names].to_numpy()
-    size = max(14.0, min(32.0, 640 / k))
-    left, top = room(names) + 24, 28.0
-    parts = []
-    for row in range(k):
-        for col in range(k):
-            fill = "white" if row == col else ACCENT if beats[col, row] else LIGHT
-            verdict = "is" if beats[col, row] else "is not"
-            parts.append(el("rect", title_text(f"{names[col]} {verdict} significantly better than {names[row]}"),
-                            x=left + col * size, y=top + row * size, width=size, height=size, fill=fill,
-                            stroke="white"))
-    parts.append(el("line", x1=left, y1=top, x2=left + k * size, y2=top + k * size, stroke=INK))
-    parts += [label(left - 6, top + (i + 0.5) * size + 4, a, text_anchor="end") for i, a in enumerate(names)]
-    parts += [rotated(left + (i + 0.5) * size + 4, top + k * size + 10, a) for i, a in enumerate(names)]
-    parts += [label(left + (i + 0.5) * size, top - 10, rank_text(cases.ranks[a]), text_anchor="middle", font_size=11)
-              for i, a in enumerate(names)]
-    parts += [axis_title(12, top + k * size / 2, "compared with"),
-              *_swatches(left + k * size + 20, top, SIGNIFICANCE_KEY)]
-    width = left + k * size + 40 + room(text for _, text in SIGNIFICANCE_KEY)
-    return svg(width, top + k * size + 0.75 * room(names) + 16, "Significance map", parts)
-
-
-def _swatches(x: float, y: float, entries: Sequence[tuple[str, str]]) -> list[str]:
-    parts = []
-    for i, (fill, text) in enumerate(entries):
-        parts += [el("rect", x=x, y=y + i * 20, width=14, height=14, fill=fill, stroke=MUTED),
-                  label(x + 20, y + i * 20 + 11, text, font_size=11)]
-    return parts
-
-
 def diverging(value: float) -> str:
     """Blue for 1, white for 0, red for −1; grey where undefined."""
     if not math.isfinite(value):
@@ -592,8 +482,8 @@ def _violin_shape(tau: Violin, centre: float, y: Callable[[float], float]) -> st
         v = y(float(tau.values[0]))
         return el("line", x1=centre - 70, x2=centre + 70, y1=v, y2=v, stroke=ACCENT, stroke_width=3)
     half = 70 * tau.density / tau.density.max()
-    right = [f"{_num(centre + w)},{_num(y(float(g)))}" for g, w in zip(tau.grid, half)]
-    left = [f"{_num(centre - w)},{_num(y(float(g)))}" for g, w in zip(tau.grid[::-1], half[::-1])]
+    right = [f"{num(centre + w)},{num(y(float(g)))}" for g, w in zip(tau.grid, half)]
+    left = [f"{num(centre - w)},{num(y(float(g)))}" for g, w in zip(tau.grid[::-1], half[::-1])]
     return el("polygon", points=" ".join(right + left), fill=ACCENT, fill_opacity=0.3, stroke=ACCENT)
 
 
