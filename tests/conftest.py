@@ -19,7 +19,7 @@ import pytest
 from runner.evaluation.examples import prepare_workspace
 from runner.execution.docker_engine import DockerEngine
 from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
-from tests.helpers import CHALLENGE, IMAGES, REPO, base_image_setting
+from tests.helpers import CHALLENGE, IMAGES, REPO, base_image_setting, build_tree
 
 TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
 
@@ -80,8 +80,18 @@ def tiny_image(docker_client) -> str:
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    """A scratch copy of the repository's challenges, site templates and mkdocs.yml."""
+    """A scratch copy of the repository's challenges, site templates and mkdocs.yml: for tests of the
+    demo's own challenges. A test that needs some challenge with a phase takes `tree` instead."""
+    assert not (tmp_path / "repo").exists(), "a test takes the demo's copy (repo) or a built tree (tree), not both"
     return prepare_workspace(REPO, tmp_path / "repo")
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A minimal valid tree, built (tests.helpers.build_tree): challenge CHALLENGE with one phase, PHASE
+    ("Final test"), and nothing else; a test adds what it needs with tests.helpers.Tree."""
+    assert not (tmp_path / "repo").exists(), "a test takes the demo's copy (repo) or a built tree (tree), not both"
+    return build_tree(tmp_path / "repo")
 
 
 @pytest.fixture(scope="session")

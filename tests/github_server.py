@@ -469,8 +469,10 @@ def make_origin(repo: Path, origin: Path) -> None:
 
 
 @pytest.fixture
-def origin(repo: Path, tmp_path: Path) -> Path:
-    make_origin(repo, tmp_path / "origin.git")
+def origin(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The bare origin of the test's tree: `tree` (built) where the test asks for it, else `repo` (the demo's copy)."""
+    checkout = request.getfixturevalue("tree" if "tree" in request.fixturenames else "repo")
+    make_origin(checkout, tmp_path / "origin.git")
     return tmp_path / "origin.git"
 
 

@@ -1,5 +1,6 @@
-"""What several test modules share: the example challenge's names, and writers of submissions,
-results and commits. Fixtures live in conftest.py; plain helpers live here."""
+"""What several test modules share: a builder of small challenge trees (`Tree`, `build_tree`), the
+names they use by default, and writers of submissions, results and commits. Fixtures live in
+conftest.py; plain helpers live here."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import functools
 import hashlib
 import http.server
 import os
+import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import yaml
 from runner.execution.measure import GpuUnreadable, nvml_gpus
 from runner.settings import Settings
 from runner.tree.gitfiles import blob_id
+from runner.tree.paths import TreePaths
 from runner.tree.result_model import Provenance, Result, RunRecord
 from runner.tree.store import Store
 
@@ -32,6 +36,112 @@ UTC = dt.UTC
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 IMAGE = "ghcr.io/alice/algo@sha256:" + "a" * 64
 DIGEST = "sha256:" + "cd" * 32
+
+
+# --- small challenge trees ----------------------------------------------------------------------
+# A test builds the tree it needs: one challenge, the phases it names, each field it names over the
+# defaults below, rather than a copy of the demo's challenges. What the defaults build passes
+# `challenge check` (tests/test_trees.py).
+
+OPENS = dt.datetime(2026, 1, 1, tzinfo=UTC)
+CLOSES = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=UTC)
+CHALLENGE_FIELDS: dict[str, Any] = {"headline": "A challenge built for one test"}
+PHASE_FIELDS: dict[str, Any] = {"submission_kind": "algorithm", "submissions_open_at": OPENS,
+                                "submissions_close_at": CLOSES, "score_title": "Dice (mean)",
+                                "score_jsonpath": "aggregates.dice.mean", "score_default_sort": "desc"}
+EVALUATION = 'FROM scratch\nENTRYPOINT ["/evaluate"]\n'  # never built: check only asks that it is there
+SITE_FILES = ("site", "mkdocs.yml")  # the site's templates and configuration: the repository's own
+
+
+class _Written(yaml.SafeDumper):
+    """YAML as an organizer writes it: a moment in UTC as 2026-01-01T00:00:00Z."""
+
+
+_Written.add_representer(dt.datetime, lambda dumper, value: dumper.represent_scalar(
+    "tag:yaml.org,2002:timestamp", value.isoformat().replace("+00:00", "Z")))
+
+
+def _yaml(data: Mapping[str, Any]) -> str:
+    return yaml.dump(dict(data), Dumper=_Written, sort_keys=False, allow_unicode=True)
+
+
+def title_of(slug: str) -> str:
+    """The name a default gives a slug: final-test -> Final test."""
+    return slug.replace("-", " ").capitalize()
+
+
+def _fields(defaults: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`changes` over `defaults`; a change to None leaves the field out (its model default applies)."""
+    return {k: v for k, v in {**defaults, **changes}.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A challenge tree under `root`, written file by file: `challenge`, then each `phase` it needs."""
+
+    root: Path
+
+    @property
+    def paths(self) -> TreePaths:
+        return TreePaths(self.root)
+
+    def challenge(self, slug: str = CHALLENGE, *, evaluation: bool = True, **fields: Any) -> Path:
+        """challenges/<slug>/challenge.yml: a name from the slug, a headline and `fields` (None leaves a
+        default out); with `evaluation`, an evaluation/Dockerfile for the phases to be evaluated by."""
+        path = self.paths.challenge_file(slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_yaml(_fields({"name": slug.replace("-", " ").title(), **CHALLENGE_FIELDS}, fields)))
+        if evaluation:
+            dockerfile = self.paths.evaluation(slug) / "Dockerfile"
+            dockerfile.parent.mkdir(parents=True, exist_ok=True)
+            dockerfile.write_text(EVALUATION)
+        return path
+
+    def phase(self, slug: str = PHASE, *, challenge: str = CHALLENGE, **fields: Any) -> Path:
+        """challenges/<challenge>/phases/<slug>.yml: a title from the slug (final-test: Final test), open
+        from 2026-01-01 to the end of 2027, scored by aggregates.dice.mean, and `fields` over these (None
+        leaves a default out)."""
+        path = self.paths.phase_file(challenge, slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_yaml(_fields({"title": title_of(slug), **PHASE_FIELDS}, fields)))
+        return path
+
+    def results(self, scores: Mapping[str, float | None], *, phase: str = PHASE) -> None:
+        """A submission v1 and its result for each participant, scored `scores[participant]` (None:
+        failed), as `add_result` writes them in challenge CHALLENGE."""
+        for participant, dice in scores.items():
+            add_result(self.root, participant, "v1", dice, status="succeeded" if dice is not None else "failed",
+                       error=None if dice is not None else "Algorithm failed: boom", phase=phase)
+
+    def site(self) -> None:
+        """The site's templates and mkdocs.yml, and the guides beside the challenges, from this repository:
+        what `challenge build` needs besides the challenges."""
+        for name in SITE_FILES:
+            source, target = REPO / name, self.root / name
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            else:
+                shutil.copy2(source, target)
+        for guide in (REPO / "challenges").glob("*.md"):
+            shutil.copy2(guide, self.paths.base / guide.name)
+
+
+def build_tree(root: Path, phases: Iterable[str] = (PHASE,), *, challenge: str = CHALLENGE, site: bool = False,
+               scores: Mapping[str, float | None] | None = None, **phase_fields: Any) -> Path:
+    """A minimal valid tree under `root`: challenge `challenge` with `phases` (each with `phase_fields`
+    over the defaults), the scores' results in the first phase, the site only if asked; `root`."""
+    phases = tuple(phases)
+    if scores and challenge != CHALLENGE:
+        raise ValueError("add_result writes results in CHALLENGE only")
+    tree = Tree(root)
+    tree.challenge(challenge)
+    for slug in phases:
+        tree.phase(slug, challenge=challenge, **phase_fields)
+    if scores:
+        tree.results(scores, phase=phases[0])
+    if site:
+        tree.site()
+    return root
 
 
 def nvml_readable() -> bool:

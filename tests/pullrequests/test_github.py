@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,17 @@ from tests.helpers import (
 
 
 @pytest.fixture
+def tree(tree: Path) -> Path:
+    """The built tree, its phase allowing 3 submissions per day (comments say what is left), scores shown to 3
+    decimal places."""
+    edit_yaml(phase_file(tree), submissions_limit_per_user_per_period=3, submission_limit_period=1,
+              score_decimal_places=3)
+    return tree
+
+pytestmark = pytest.mark.usefixtures("tree")  # every test on the built tree (`origin` clones it)
+
+
+@pytest.fixture
 def waits() -> list[float]:
     """The retry policy's sleeps, recorded instead of slept."""
     return []
@@ -42,13 +54,13 @@ def hub(github, waits, lines):
                   retry=Retry(attempts=4, first=2.0, longest=60.0, sleep=waits.append))
 
 
-def run_review(hub, repo, pull, *, merge=True, now=NOW):
-    return review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=now, merge=merge)
+def run_review(hub, tree, pull, *, merge=True, now=NOW):
+    return review(hub, Store(tree), number=pull.number, head_sha=pull.head, base="main", now=now, merge=merge)
 
 
-def test_a_valid_fork_submission_is_commented_labelled_and_merged(github, hub, repo, origin):
+def test_a_valid_fork_submission_is_commented_labelled_and_merged(github, hub, tree, origin):
     pull = github.open_pull("alice", {sub(): text()})
-    outcome = run_review(hub, repo, pull)
+    outcome = run_review(hub, tree, pull)
     assert outcome.comment == "created" and outcome.merged == github.pulls[1].merge_commit_sha
     assert pull.merged and pull.state == "closed" and pull.labels == [LABELS["valid"]]
     body = pull.comments[0]["body"]
@@ -62,38 +74,38 @@ def test_a_valid_fork_submission_is_commented_labelled_and_merged(github, hub, r
     assert "PUT /repos/org/challenges/pulls/1/merge" in github.requests
 
 
-def test_comments_are_edited_in_place_and_labels_follow_the_verdict(github, hub, repo):
+def test_comments_are_edited_in_place_and_labels_follow_the_verdict(github, hub, tree):
     pull = github.open_pull("alice", {sub(): text(image="ghcr.io/alice/algo:latest")})
-    assert run_review(hub, repo, pull, merge=False).comment == "created"
-    assert run_review(hub, repo, pull, merge=False).comment == "unchanged"
+    assert run_review(hub, tree, pull, merge=False).comment == "created"
+    assert run_review(hub, tree, pull, merge=False).comment == "unchanged"
     assert pull.labels == [LABELS["invalid"]]
     github.push(pull.number, {sub(): text()})
-    outcome = run_review(hub, repo, pull, merge=False)
+    outcome = run_review(hub, tree, pull, merge=False)
     assert outcome.verdict.ok and outcome.comment == "edited"
     assert len(pull.comments) == 1 and "Valid; it will be merged" in pull.comments[0]["body"]
     assert pull.labels == [LABELS["valid"]] and not pull.merged
 
 
-def test_a_participants_comment_with_the_marker_is_not_taken_over(github, hub, repo):
+def test_a_participants_comment_with_the_marker_is_not_taken_over(github, hub, tree):
     pull = github.open_pull("alice", {sub(): text()})
     pull.comments.append({"id": 1, "body": f"{VERDICT_MARKER}\nlooks fine to me", "user": {"login": "alice",
                                                                                           "type": "User"}})
-    assert run_review(hub, repo, pull, merge=False).comment == "created"
+    assert run_review(hub, tree, pull, merge=False).comment == "created"
     assert pull.comments[0]["body"].endswith("looks fine to me") and len(pull.comments) == 2
 
 
-def test_a_pull_request_that_moved_on_is_left_to_its_own_validation(github, hub, repo):
+def test_a_pull_request_that_moved_on_is_left_to_its_own_validation(github, hub, tree):
     pull = github.open_pull("alice", {sub(): text()})
     validated = pull.head
     github.push(pull.number, {sub(): text().replace("Threshold", "Better")})
-    outcome = review(hub, Store(repo), number=1, head_sha=validated, base="main", now=NOW, merge=True)
+    outcome = review(hub, Store(tree), number=1, head_sha=validated, base="main", now=NOW, merge=True)
     assert outcome.skipped.startswith("#1 moved on to ") and not pull.comments and not pull.merged
 
 
-def test_a_refused_merge_is_reported_on_the_pull_request(github, hub, repo):
+def test_a_refused_merge_is_reported_on_the_pull_request(github, hub, tree):
     pull = github.open_pull("alice", {sub(): text()})
     github.fail(409, method="PUT", message="Head branch was modified. Review and try the merge again.")
-    outcome = run_review(hub, repo, pull)
+    outcome = run_review(hub, tree, pull)
     assert outcome.merged is None
     assert outcome.merge_error == ("merging pull request #1: GitHub answered 409: Head branch was modified. "
                                    "Review and try the merge again.")
@@ -139,39 +151,39 @@ def test_a_client_error_is_not_retried(github, hub, waits, lines):
 # --- results on the pull request ----------------------------------------------------------------------
 
 
-def merged_with_result(github, hub, repo, *, status="succeeded"):
+def merged_with_result(github, hub, tree, *, status="succeeded"):
     pull = github.open_pull("alice", {sub(): text()})
-    assert run_review(hub, repo, pull).merged
-    git(repo, "pull", "--quiet", "--ff-only")
-    write_result(repo, "alice", "v1", status=status)
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "Results")
+    assert run_review(hub, tree, pull).merged
+    git(tree, "pull", "--quiet", "--ff-only")
+    write_result(tree, "alice", "v1", status=status)
+    git(tree, "add", "--all")
+    git(tree, "commit", "--quiet", "-m", "Results")
     return pull
 
 
-def test_a_result_is_commented_on_its_pull_request_once(github, hub, repo):
-    pull = merged_with_result(github, hub, repo)
-    notices = notify(hub, Store(repo), commit="HEAD", now=NOW)
+def test_a_result_is_commented_on_its_pull_request_once(github, hub, tree):
+    pull = merged_with_result(github, hub, tree)
+    notices = notify(hub, Store(tree), commit="HEAD", now=NOW)
     assert [(n.pulls, n.comments) for n in notices] == [((1,), ("created",))]
     body = pull.comments[-1]["body"]
     assert f"<!-- challenge-bot:result:{CHALLENGE}/{PHASE}/alice/v1 -->" in body
     assert "succeeded" in body and "| Dice (mean) |" in body and "| 0.800 |" in body
-    assert notify(hub, Store(repo), commit="HEAD", now=NOW)[0].comments == ("unchanged",)
+    assert notify(hub, Store(tree), commit="HEAD", now=NOW)[0].comments == ("unchanged",)
     assert len(pull.comments) == 2  # the verdict and the result
 
 
-def test_a_failed_result_shows_its_reason_as_code(github, hub, repo):
-    pull = merged_with_result(github, hub, repo, status="failed")
-    notify(hub, Store(repo), commit="HEAD", now=NOW)
+def test_a_failed_result_shows_its_reason_as_code(github, hub, tree):
+    pull = merged_with_result(github, hub, tree, status="failed")
+    notify(hub, Store(tree), commit="HEAD", now=NOW)
     assert "failed\n\n```\nAlgorithm failed: boom\n```\n\nYour submissions: `phase 'Final test' allows 3 " \
            "submissions per day; 'alice' has 0 evaluated and 0 pending: 3 left`" in pull.comments[-1]["body"]
     assert _fenced("x ```` @everyone") == "`````\nx ```` @everyone\n`````"
 
 
-def test_a_blind_phase_withholds_scores(github, hub, repo):
-    pull = merged_with_result(github, hub, repo)
-    edit_yaml(phase_file(repo), blind=True)
-    notify(hub, Store(repo), commit="HEAD", now=NOW)
+def test_a_blind_phase_withholds_scores(github, hub, tree):
+    pull = merged_with_result(github, hub, tree)
+    edit_yaml(phase_file(tree), blind=True)
+    notify(hub, Store(tree), commit="HEAD", now=NOW)
     body = pull.comments[-1]["body"]
     assert "succeeded, scores withheld" in body and "Scores withheld until 2027-12-31 23:59 UTC." in body
     assert "0.800" not in body
@@ -180,11 +192,11 @@ def test_a_blind_phase_withholds_scores(github, hub, repo):
 # --- the CLI steps ------------------------------------------------------------------------------------
 
 
-def test_review_step_reads_only_the_number_from_the_verdict_artifact(github, repo, tmp_path, capsys):
+def test_review_step_reads_only_the_number_from_the_verdict_artifact(github, tree, tmp_path, capsys):
     pull = github.open_pull("alice", {sub(): text()})
     verdict = tmp_path / "verdict.json"
     verdict.write_text(json.dumps({"pull_request": 1, "kind": "submission", "problems": []}))
-    args = ["--root", str(repo), "pr", "review", "--verdict", str(verdict), "--head-sha", pull.head, "--merge",
+    args = ["--root", str(tree), "pr", "review", "--verdict", str(verdict), "--head-sha", pull.head, "--merge",
             "--repo", OWNER_REPO, "--api-url", github.url]
     assert main(args) == 0 and pull.merged
     assert "#1: comment created, merged as" in capsys.readouterr().out
@@ -193,9 +205,9 @@ def test_review_step_reads_only_the_number_from_the_verdict_artifact(github, rep
     assert capsys.readouterr().err.strip() == f"error: {verdict}: pull_request is not a pull request number"
 
 
-def test_notify_step_without_a_repository_is_one_line(repo, capsys, monkeypatch):
+def test_notify_step_without_a_repository_is_one_line(tree, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
-    assert main(["--root", str(repo), "pr", "notify"]) == 1
+    assert main(["--root", str(tree), "pr", "notify"]) == 1
     assert capsys.readouterr().err.strip() == "error: no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY"
 
 

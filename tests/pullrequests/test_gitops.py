@@ -15,20 +15,27 @@ from runner.pullrequests.rules import Change
 from tests.github_server import Link, git
 from tests.helpers import CHALLENGE, PHASE, sub, text, write_result
 
+pytestmark = pytest.mark.usefixtures("tree")  # every test on the built tree (`origin` clones it)
+
 
 def clone(origin: Path, dest: Path) -> Path:
     git(dest.parent, "clone", "--quiet", str(origin), str(dest))
     return dest
 
 
-def test_changes_reads_a_diff_in_githubs_words(repo, origin):
-    git(repo, "mv", f"challenges/{CHALLENGE}/submit.md", f"challenges/{CHALLENGE}/how-to-submit.md")
-    git(repo, "rm", "--quiet", f"challenges/{CHALLENGE}/index.md")
-    (repo / "README.md").write_text("new\n")
-    (repo / "mkdocs.yml").write_text((repo / "mkdocs.yml").read_text() + "# edited\n")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "several")
-    assert sorted(gitops.changes(repo, "HEAD^", "HEAD"), key=lambda c: c.path) == [
+def test_changes_reads_a_diff_in_githubs_words(tree, origin):
+    for name in ("index.md", "submit.md"):
+        (tree / "challenges" / CHALLENGE / name).write_text(f"# {name}\n")
+    (tree / "mkdocs.yml").write_text("site_name: Challenges\n")
+    git(tree, "add", "--all")
+    git(tree, "commit", "--quiet", "-m", "pages")
+    git(tree, "mv", f"challenges/{CHALLENGE}/submit.md", f"challenges/{CHALLENGE}/how-to-submit.md")
+    git(tree, "rm", "--quiet", f"challenges/{CHALLENGE}/index.md")
+    (tree / "README.md").write_text("new\n")
+    (tree / "mkdocs.yml").write_text((tree / "mkdocs.yml").read_text() + "# edited\n")
+    git(tree, "add", "--all")
+    git(tree, "commit", "--quiet", "-m", "several")
+    assert sorted(gitops.changes(tree, "HEAD^", "HEAD"), key=lambda c: c.path) == [
         Change("README.md", "added"),
         Change(f"challenges/{CHALLENGE}/how-to-submit.md", "renamed", f"challenges/{CHALLENGE}/submit.md"),
         Change(f"challenges/{CHALLENGE}/index.md", "removed"),
@@ -91,61 +98,61 @@ def test_a_file_name_that_is_not_utf8_is_refused_by_name(github, origin, tmp_pat
 # --- results pushed ------------------------------------------------------------------------------------
 
 
-def test_nothing_new_commits_nothing(repo, origin):
-    assert gitops.commit_results(repo, message="Results") == gitops.Pushed(None)
+def test_nothing_new_commits_nothing(tree, origin):
+    assert gitops.commit_results(tree, message="Results") == gitops.Pushed(None)
 
 
-def test_results_are_committed_and_pushed(repo, origin):
-    write_result(repo, "alice", "v1")
-    (repo / "stray.txt").write_text("not a result\n")
-    pushed = gitops.commit_results(repo, message="Results of shard 1/1")
+def test_results_are_committed_and_pushed(tree, origin):
+    write_result(tree, "alice", "v1")
+    (tree / "stray.txt").write_text("not a result\n")
+    pushed = gitops.commit_results(tree, message="Results of shard 1/1")
     assert pushed.tries == 1 and pushed.commit == git(origin, "rev-parse", "main")
     assert git(origin, "show", "--name-only", "--format=%s %an", "main").splitlines() == [
         "Results of shard 1/1 github-actions[bot]", "",
         f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"]
 
 
-def test_the_submission_files_of_a_rerun_are_committed_with_its_results(repo, origin):
+def test_the_submission_files_of_a_rerun_are_committed_with_its_results(tree, origin):
     """`challenge rerun` writes a submission file beside each result; both are committed, nothing else."""
-    carried = repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
+    carried = tree / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml"
     carried.parent.mkdir(parents=True, exist_ok=True)
     carried.write_text(f"phase: {PHASE}\nimage: ghcr.io/alice/a@sha256:{'1' * 64}\n")
     (carried.parent / "notes.txt").write_text("not a submission\n")
-    write_result(repo, "alice", "v1")
-    gitops.commit_results(repo, message="Re-runs")
+    write_result(tree, "alice", "v1")
+    gitops.commit_results(tree, message="Re-runs")
     assert sorted(git(origin, "show", "--name-only", "--format=", "main").split()) == [
         f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json",
         f"challenges/{CHALLENGE}/submissions/{PHASE}/alice/v1.yml"]
 
 
-def test_a_push_race_is_rebased_and_retried(repo, origin, tmp_path):
+def test_a_push_race_is_rebased_and_retried(tree, origin, tmp_path):
     other = clone(origin, tmp_path / "other-runner")
     write_result(other, "bob", "v1")
-    write_result(repo, "alice", "v1")
+    write_result(tree, "alice", "v1")
     assert gitops.commit_results(other, message="shard 2/2").tries == 1
     waits, lines = [], []
-    pushed = gitops.commit_results(repo, message="shard 1/2", sleep=waits.append, log=lines.append)
+    pushed = gitops.commit_results(tree, message="shard 1/2", sleep=waits.append, log=lines.append)
     assert pushed.tries == 2 and waits == [2.0]
     assert lines[0].startswith("results not pushed: git push failed: ") and lines[0].endswith("(try 2 of 5)")
     files = git(origin, "ls-tree", "-r", "--name-only", "main", f"challenges/{CHALLENGE}/results").splitlines()
     assert {f"challenges/{CHALLENGE}/results/{PHASE}/{who}/v1.json" for who in ("alice", "bob")} <= set(files)
 
 
-def test_a_push_that_keeps_failing_gives_up_with_one_line(repo, origin):
-    git(repo, "remote", "set-url", "origin", str(origin.parent / "gone.git"))
-    write_result(repo, "alice", "v1")
+def test_a_push_that_keeps_failing_gives_up_with_one_line(tree, origin):
+    git(tree, "remote", "set-url", "origin", str(origin.parent / "gone.git"))
+    write_result(tree, "alice", "v1")
     waits = []
     with pytest.raises(gitops.GitError, match=r"^results not pushed: git pull failed: fatal: '.*gone.git' does not "
                                               r"appear.*; gave up after 3 tries$"):
-        gitops.commit_results(repo, message="Results", attempts=3, sleep=waits.append)
+        gitops.commit_results(tree, message="Results", attempts=3, sleep=waits.append)
     assert waits == [2.0, 4.0]
 
 
-def test_commit_results_step(repo, origin, capsys):
-    write_result(repo, "alice", "v1")
-    assert main(["--root", str(repo), "commit-results", "--message", "Results"]) == 0
+def test_commit_results_step(tree, origin, capsys):
+    write_result(tree, "alice", "v1")
+    assert main(["--root", str(tree), "commit-results", "--message", "Results"]) == 0
     assert "results committed as" in capsys.readouterr().out
-    assert main(["--root", str(repo), "commit-results"]) == 0
+    assert main(["--root", str(tree), "commit-results"]) == 0
     assert capsys.readouterr().out.strip() == "no new results to commit"
 
 
@@ -159,14 +166,14 @@ def test_the_token_goes_to_git_through_the_environment_only():
 # --- shards --------------------------------------------------------------------------------------------
 
 
-def test_pending_plans_shards_for_the_workflow_matrix(repo, capsys):
+def test_pending_plans_shards_for_the_workflow_matrix(tree, capsys):
     for who in ("alice", "bob", "carol"):
-        path = repo / sub(who)
+        path = tree / sub(who)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text())
-    assert main(["--root", str(repo), "pending", "--shards", "2", "--format", "github"]) == 0
+    assert main(["--root", str(tree), "pending", "--shards", "2", "--format", "github"]) == 0
     assert capsys.readouterr().out == 'count=3\nshards=["1/2", "2/2"]\n'
-    assert main(["--root", str(repo), "pending", "--shards", "5", "--format", "json"]) == 0
+    assert main(["--root", str(tree), "pending", "--shards", "5", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"count": 3, "shards": ["1/3", "2/3", "3/3"]}
 
 
@@ -177,7 +184,7 @@ def test_shards_split_submissions_exactly_once():
     assert {o[0] for o in owners} == {1, 2, 3}
 
 
-def test_a_bad_shard_is_refused(repo, capsys):
+def test_a_bad_shard_is_refused(tree, capsys):
     with pytest.raises(SystemExit):
-        main(["--root", str(repo), "evaluate", "--pending", "--shard", "3/2"])
+        main(["--root", str(tree), "evaluate", "--pending", "--shard", "3/2"])
     assert "'3/2' is not I/N with 1 <= I <= N" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,7 +20,17 @@ from runner.pullrequests.review import LABELS, judged_author, review
 from runner.pullrequests.rules import MAX_LISTED
 from runner.tree.store import Store
 from tests.github_server import BOT, OWNER_REPO, git
-from tests.helpers import CHALLENGE, IMAGE, NOW, PHASE, REPO, UTC, edit_yaml, phase_file, sub, text
+from tests.helpers import CHALLENGE, IMAGE, NOW, PHASE, REPO, UTC, Tree, edit_yaml, phase_file, sub, text
+
+
+@pytest.fixture
+def tree(tree: Path) -> Path:
+    """The built tree, its phase allowing 3 submissions per day, and a phase that takes predictions files."""
+    edit_yaml(phase_file(tree), submissions_limit_per_user_per_period=3, submission_limit_period=1)
+    Tree(tree).phase("stage1", title="Stage 1 test set", submission_kind="predictions")
+    return tree
+
+pytestmark = pytest.mark.usefixtures("tree")  # every test on the built tree (`origin` clones it)
 
 FORM = REPO / ".github" / "ISSUE_TEMPLATE" / "submission.yml"
 WORKFLOW = REPO / ".github" / "workflows" / "issue-submission.yml"
@@ -37,8 +48,8 @@ def form(**answers: str | None) -> str:
     return "\n\n".join(f"### {q.label}\n\n{given[q.id] or '_No response_'}" for q in QUESTIONS)
 
 
-def submit(hub, repo, issue, *, merge=True, now=NOW):
-    return submit_issue(hub, Store(repo), number=issue.number, base="main", now=now, merge=merge)
+def submit(hub, tree, issue, *, merge=True, now=NOW):
+    return submit_issue(hub, Store(tree), number=issue.number, base="main", now=now, merge=merge)
 
 
 def branches(origin) -> list[str]:
@@ -54,9 +65,9 @@ def issue_comment(issue) -> str:
 # --- a valid form -------------------------------------------------------------------------------------
 
 
-def test_a_valid_form_becomes_the_ordinary_pull_request_reviewed_and_merged(github, hub, repo, origin):
+def test_a_valid_form_becomes_the_ordinary_pull_request_reviewed_and_merged(github, hub, tree, origin):
     issue = github.open_issue("alice", form())
-    done = submit(hub, repo, issue)
+    done = submit(hub, tree, issue)
     path = sub("alice", "issue-1")
     pull = github.pulls[done.pull]
     assert done.opened and not done.problems and done.review.verdict.ok
@@ -73,30 +84,30 @@ def test_a_valid_form_becomes_the_ordinary_pull_request_reviewed_and_merged(gith
     assert git(origin, "log", "-1", "--format=%s", "main") == f"Submission {path} (#{pull.number})"
     # The issue links the pull request and is closed.
     assert f"Submitted in #{pull.number}" in issue_comment(issue) and issue.state == "closed"
-    assert Store(repo).phase(CHALLENGE, PHASE)  # the checkout itself is untouched: only the API wrote
+    assert Store(tree).phase(CHALLENGE, PHASE)  # the checkout itself is untouched: only the API wrote
 
 
-def test_the_same_issue_run_again_opens_no_second_pull_request(github, hub, repo, origin):
+def test_the_same_issue_run_again_opens_no_second_pull_request(github, hub, tree, origin):
     issue = github.open_issue("alice", form())
-    first = submit(hub, repo, issue, merge=False)
+    first = submit(hub, tree, issue, merge=False)
     head = github.pulls[first.pull].head
-    again = submit(hub, repo, issue, merge=False)
+    again = submit(hub, tree, issue, merge=False)
     assert (again.pull, again.opened, again.comment) == (first.pull, False, "unchanged")
     assert github.pulls[first.pull].head == head  # nothing pushed: the branch already held the file
     assert len(github.pulls) == 1 and branches(origin) == sorted(["main", BRANCH])
-    merged = submit(hub, repo, issue)
+    merged = submit(hub, tree, issue)
     assert merged.pull == first.pull and merged.review.merged and issue.state == "closed"
-    assert submit(hub, repo, issue).skipped == "#1 is closed" and len(github.pulls) == 1
+    assert submit(hub, tree, issue).skipped == "#1 is closed" and len(github.pulls) == 1
     issue.state = "open"  # reopened by hand: still the one merged pull request
-    assert submit(hub, repo, issue).skipped == f"#{first.pull} is merged" and len(github.pulls) == 1
+    assert submit(hub, tree, issue).skipped == f"#{first.pull} is merged" and len(github.pulls) == 1
 
 
-def test_an_edited_issue_updates_its_open_pull_request(github, hub, repo, origin):
-    (repo / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - alice\n")
+def test_an_edited_issue_updates_its_open_pull_request(github, hub, tree, origin):
+    (tree / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - alice\n")
     issue = github.open_issue("alice", form())
-    first = submit(hub, repo, issue, merge=False)
+    first = submit(hub, tree, issue, merge=False)
     issue.body = form(team="vision-lab", title="Better")  # another folder, another title
-    again = submit(hub, repo, issue, merge=False)
+    again = submit(hub, tree, issue, merge=False)
     pull = github.pulls[first.pull]
     assert again.pull == first.pull and not again.opened and len(github.pulls) == 1
     path = sub("vision-lab", "issue-1")
@@ -105,21 +116,21 @@ def test_an_edited_issue_updates_its_open_pull_request(github, hub, repo, origin
     assert again.review.verdict.ok and f"#{pull.number} is valid" in issue_comment(issue)
 
 
-def test_the_review_waits_until_github_has_settled_the_new_pull_request(github, repo):
+def test_the_review_waits_until_github_has_settled_the_new_pull_request(github, tree):
     """GitHub moves a pull request's head after its branch, and works out whether it merges, a moment later."""
     waits: list[float] = []
     hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False,
                  retry=Retry(attempts=4, first=2.0, sleep=waits.append))
     issue = github.open_issue("alice", form())
     github.unsettled = 2
-    assert submit(hub, repo, issue).review.merged and waits == [2.0, 4.0]
+    assert submit(hub, tree, issue).review.merged and waits == [2.0, 4.0]
 
 
-def test_a_pull_request_closed_by_an_organizer_is_not_opened_again(github, hub, repo):
+def test_a_pull_request_closed_by_an_organizer_is_not_opened_again(github, hub, tree):
     issue = github.open_issue("alice", form())
-    first = submit(hub, repo, issue, merge=False)
+    first = submit(hub, tree, issue, merge=False)
     github.pulls[first.pull].state = "closed"
-    done = submit(hub, repo, issue)
+    done = submit(hub, tree, issue)
     assert done.skipped == f"#{first.pull} is closed" and len(github.pulls) == 1
     assert "closed without being merged" in issue_comment(issue)
 
@@ -148,39 +159,39 @@ REFUSED = [
     ({"phase": "no-such-phase"}, f"challenge '{CHALLENGE}' has no phase 'no-such-phase'"),
     ({"team": "vision-lab"}, "the folder 'vision-lab' is neither your GitHub login (alice) nor a team of yours"),
     ({"image": "docker.io/alice/algo@sha256:" + "a" * 64}, "registry docker.io is not accepted in this phase"),
-    ({"challenge": "lung-cancer-prediction", "phase": "stage1"},
+    ({"phase": "stage1"},
      "Phase: 'Stage 1 test set' takes a predictions or metrics file, which an issue cannot carry"),
 ]
 
 
 @pytest.mark.parametrize("answers, refusal", REFUSED, ids=[r[1][:40] for r in REFUSED])
-def test_a_hostile_or_wrong_answer_is_refused_on_the_issue_and_opens_nothing(github, hub, repo, origin, answers,
+def test_a_hostile_or_wrong_answer_is_refused_on_the_issue_and_opens_nothing(github, hub, tree, origin, answers,
                                                                               refusal):
-    edit_yaml(phase_file(repo), allowed_registries=["ghcr.io"])
+    edit_yaml(phase_file(tree), allowed_registries=["ghcr.io"])
     issue = github.open_issue("alice", form(**answers))
-    done = submit(hub, repo, issue)
+    done = submit(hub, tree, issue)
     assert any(refusal in line for line in done.problems), done.problems
     assert not github.pulls and branches(origin) == ["main"]
     comment = issue_comment(issue)
     assert comment.startswith(f"{ISSUE_MARKER}\n### ❌ No pull request was opened") and "Edit this issue" in comment
     assert len(comment) < 10_000 and "\x1b" not in comment and "\u202e" not in comment
-    assert submit(hub, repo, issue).comment == "unchanged" and issue.state == "open"
+    assert submit(hub, tree, issue).comment == "unchanged" and issue.state == "open"
 
 
-def test_a_closed_phase_is_refused_with_the_rules_words(github, hub, repo):
+def test_a_closed_phase_is_refused_with_the_rules_words(github, hub, tree):
     issue = github.open_issue("alice", form())
-    done = submit(hub, repo, issue, now=dt.datetime(2028, 1, 3, 12, tzinfo=UTC))
+    done = submit(hub, tree, issue, now=dt.datetime(2028, 1, 3, 12, tzinfo=UTC))
     assert done.problems == ("phase 'Final test' closed on 2027-12-31 23:59 UTC (2 days ago)",)
     assert not github.pulls
 
 
 @pytest.mark.parametrize("title", ["$(touch PWNED)", "`touch PWNED`", "${{ github.token }}", "x: [y, {z: 1}] # &a *a",
                                    "null", "'; DROP TABLE results; --", "Ελλειψοειδές 楕円 🧠"])
-def test_a_title_that_is_only_text_is_submitted_as_that_text_and_runs_nothing(github, hub, repo, origin, title,
+def test_a_title_that_is_only_text_is_submitted_as_that_text_and_runs_nothing(github, hub, tree, origin, title,
                                                                               monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     issue = github.open_issue("alice", form(title=title))
-    done = submit(hub, repo, issue)
+    done = submit(hub, tree, issue)
     assert done.review.merged and not (tmp_path / "PWNED").exists()
     submitted = yaml.safe_load(git(origin, "show", f"main:{sub('alice', 'issue-1')}"))
     assert submitted == {"phase": PHASE, "image": IMAGE, "title": title}
@@ -194,17 +205,17 @@ def test_a_title_that_is_only_text_is_submitted_as_that_text_and_runs_nothing(gi
     (form().replace("### Title\n\nThreshold", "### Title\n\nThreshold\n\nimage: evil"), "Title: write the answer on"),
     ("### Image\n" * 200_000, "Image: answered twice"),
 ])
-def test_a_body_that_is_no_form_is_refused(github, hub, repo, body, refusal):
+def test_a_body_that_is_no_form_is_refused(github, hub, tree, body, refusal):
     issue = github.open_issue("alice", body)
-    done = submit(hub, repo, issue)
+    done = submit(hub, tree, issue)
     assert any(line.startswith(refusal) for line in done.problems), done.problems[:3]
     assert not github.pulls
     assert issue_comment(issue).count("\n- ") <= MAX_LISTED + 1  # a long list is cut, not posted whole
 
 
-def test_windows_line_endings_and_spaces_around_answers_are_read(github, hub, repo):
+def test_windows_line_endings_and_spaces_around_answers_are_read(github, hub, tree):
     issue = github.open_issue("alice", form(image=f"  {IMAGE}  ").replace("\n", "\r\n"))
-    assert submit(hub, repo, issue).review.merged
+    assert submit(hub, tree, issue).review.merged
 
 
 @pytest.mark.parametrize("change, skipped", [
@@ -212,18 +223,18 @@ def test_windows_line_endings_and_spaces_around_answers_are_read(github, hub, re
     ({"state": "closed"}, "#1 is closed"),
     ({"author": "renovate[bot]"}, "#1 was opened by 'renovate[bot]', not by a person's GitHub account"),
 ])
-def test_an_issue_that_is_no_submission_is_left_alone(github, hub, repo, change, skipped):
+def test_an_issue_that_is_no_submission_is_left_alone(github, hub, tree, change, skipped):
     issue = github.open_issue("alice", form())
     for name, value in change.items():
         setattr(issue, name, value)
-    assert submit(hub, repo, issue).skipped == skipped
+    assert submit(hub, tree, issue).skipped == skipped
     assert not github.pulls and not issue.comments
 
 
 # --- whose submission: the issue's author, for the form's own pull request only ---------------------------
 
 
-def test_the_forms_pull_request_is_judged_as_the_issues_author(github, hub, repo):
+def test_the_forms_pull_request_is_judged_as_the_issues_author(github, hub, tree):
     github.open_issue("alice", form())
     pull = github.open_pull(BOT["login"], {sub("alice", "issue-1"): text()}, head_ref=BRANCH, head_repo=OWNER_REPO)
     assert judged_author(hub, hub.pull(pull.number)) == "alice"
@@ -236,16 +247,16 @@ def test_the_forms_pull_request_is_judged_as_the_issues_author(github, hub, repo
     (BOT["login"], "issue-submission/01", OWNER_REPO),
     (BOT["login"], "main", OWNER_REPO),
 ])
-def test_no_other_pull_request_takes_the_issue_authors_identity(github, hub, repo, author, head_ref, head_repo):
+def test_no_other_pull_request_takes_the_issue_authors_identity(github, hub, tree, author, head_ref, head_repo):
     github.open_issue("alice", form())
     pull = github.open_pull(author, {sub("alice", "issue-1"): text()}, head_ref=head_ref, head_repo=head_repo)
     assert judged_author(hub, hub.pull(pull.number)) == author
-    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
+    outcome = review(hub, Store(tree), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
     assert not outcome.verdict.ok and not pull.merged
     assert any("is neither your GitHub login" in line for line in outcome.verdict.problems)
 
 
-def test_a_branch_naming_a_pull_request_instead_of_an_issue_gives_no_identity(github, hub, repo):
+def test_a_branch_naming_a_pull_request_instead_of_an_issue_gives_no_identity(github, hub, tree):
     github.open_pull("alice", {sub("alice", "v1"): text()})  # #1 is alice's pull request, not an issue
     pull = github.open_pull(BOT["login"], {sub("alice", "v2"): text()}, head_ref=BRANCH, head_repo=OWNER_REPO)
     assert judged_author(hub, hub.pull(pull.number)) == BOT["login"]
@@ -254,20 +265,20 @@ def test_a_branch_naming_a_pull_request_instead_of_an_issue_gives_no_identity(gi
 # --- the command the workflow runs ------------------------------------------------------------------------
 
 
-def run(github, repo, number: int) -> list[str]:
-    return ["--root", str(repo), "pr", "from-issue", "--issue", str(number), "--merge", "--repo", OWNER_REPO,
+def run(github, tree, number: int) -> list[str]:
+    return ["--root", str(tree), "pr", "from-issue", "--issue", str(number), "--merge", "--repo", OWNER_REPO,
             "--api-url", github.url]
 
 
-def test_the_command_exits_0_for_a_refusal_and_1_only_when_github_fails(github, repo, capsys):
+def test_the_command_exits_0_for_a_refusal_and_1_only_when_github_fails(github, tree, capsys):
     github.open_issue("alice", form(challenge="../../etc"))
-    assert main(run(github, repo, 1)) == 0
+    assert main(run(github, tree, 1)) == 0
     printed = capsys.readouterr()
     assert "refused: issue #1 opens no pull request (comment created)" in printed.out and not printed.err
     github.open_issue("alice", form())
-    assert main(run(github, repo, 2)) == 0
+    assert main(run(github, tree, 2)) == 0
     assert re.search(r"#2: pull request #3 opened, comment created, merged as [0-9a-f]{40}", capsys.readouterr().out)
-    assert main(run(github, repo, 9)) == 1
+    assert main(run(github, tree, 9)) == 1
     assert capsys.readouterr().err.strip() == "error: reading issue #9: GitHub answered 404: Not Found"
 
 
@@ -284,12 +295,12 @@ def test_the_form_asks_what_the_bot_reads():
     assert f"'{FORM_LABEL}'" in yaml.safe_load(WORKFLOW.read_text())["jobs"]["submit"]["if"]
 
 
-def test_a_collaborators_pull_request_on_the_form_branch_is_never_taken_for_the_issues(github, hub, repo, origin):
+def test_a_collaborators_pull_request_on_the_form_branch_is_never_taken_for_the_issues(github, hub, tree, origin):
     """Only a pull request the workflow token opened is the form's: one a collaborator opened from the branch
     issue-submission/N is neither reviewed as issue N's author's nor merged by the form's run."""
     issue = github.open_issue("alice", form())
     carol = github.open_pull("carol", {"README.md": "carol's work\n"}, head_ref="issue-submission/1",
                              head_repo=OWNER_REPO)
     with pytest.raises(GitHubError, match="422"):  # GitHub opens no second pull request from one branch
-        submit(hub, repo, issue)
+        submit(hub, tree, issue)
     assert github.pulls[carol.number].state == "open" and not github.pulls[carol.number].merged

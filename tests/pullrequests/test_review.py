@@ -17,17 +17,17 @@ def result(status: str, **fields) -> Result:
                   created_at="", started_at="", finished_at="", training=TRAINING, **fields)
 
 
-def test_a_training_result_says_how_training_went(repo):
-    edit_yaml(phase_file(repo), submission_kind="training")
-    phase = Store(repo).phase(CHALLENGE, PHASE)
+def test_a_training_result_says_how_training_went(tree):
+    edit_yaml(phase_file(tree), submission_kind="training")
+    phase = Store(tree).phase(CHALLENGE, PHASE)
     comment = result_comment(result("succeeded", metrics={"aggregates": {"dice": {"mean": 0.9}}}), phase,
                              Visibility(True, True))
     assert "Training took 812 s, peak memory 3072 MiB, resumed 1 time(s) after the runner restarted." in comment
 
 
-def test_a_failed_training_in_a_debugging_phase_points_to_its_sealed_logs(repo):
-    edit_yaml(phase_file(repo), submission_kind="training", give_algorithm_editors_job_view_permissions=True)
-    phase = Store(repo).phase(CHALLENGE, PHASE)
+def test_a_failed_training_in_a_debugging_phase_points_to_its_sealed_logs(tree):
+    edit_yaml(phase_file(tree), submission_kind="training", give_algorithm_editors_job_view_permissions=True)
+    phase = Store(tree).phase(CHALLENGE, PHASE)
     comment = result_comment(result("failed", error="Training failed: ValueError: no rows"), phase,
                              Visibility(True, True))
     assert "Training failed: ValueError: no rows" in comment and "challenge logs" in comment

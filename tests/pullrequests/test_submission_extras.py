@@ -5,47 +5,37 @@ participant's (noted and labelled for the organizers, never refused)."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
 
 from runner.cli import main
-from runner.evaluation.examples import prepare_workspace
 from runner.pullrequests.github import GitHub
 from runner.pullrequests.review import LABELS, NOTE_LABEL, review
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO
-from tests.helpers import CHALLENGE, NOW, PHASE, REPO, edit_yaml, phase_file, sub, write_submission
+from tests.helpers import CHALLENGE, NOW, PHASE, edit_yaml, phase_file, sub, write_submission
+
+pytestmark = pytest.mark.usefixtures("tree")  # every test on the built tree (`origin` clones it)
 
 IMAGE = "ghcr.io/alice/algo@sha256:" + "a" * 64
 SAME = "docker.io/bob/copy@sha256:" + "a" * 64  # another name, the same bytes
 PDF = "%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of the repository with the example challenge alone (the others are not these tests' business)."""
-    root = prepare_workspace(REPO, tmp_path / "repo")
-    for folder in (root / "challenges").iterdir():
-        if folder.is_dir() and folder.name != CHALLENGE:
-            shutil.rmtree(folder)
-    return root
-
-
-def judge(github, repo: Path, author: str, files: dict[str, str]):
+def judge(github, tree: Path, author: str, files: dict[str, str]):
     pull = github.open_pull(author, files)
     hub = GitHub(OWNER_REPO, token="test", api_url=github.url, pause=False)
-    outcome = review(hub, Store(repo), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
+    outcome = review(hub, Store(tree), number=pull.number, head_sha=pull.head, base="main", now=NOW, merge=True)
     return outcome, github.pulls[pull.number]
 
 
 # --- the same image -----------------------------------------------------------------------------------
 
 
-def test_the_same_image_from_another_participant_is_noted_not_refused(github, repo):
-    write_submission(repo, "alice", "v1", IMAGE)  # on the default branch
-    outcome, pull = judge(github, repo, "bob", {sub("bob"): f"phase: {PHASE}\nimage: {SAME}\n"})
+def test_the_same_image_from_another_participant_is_noted_not_refused(github, tree):
+    write_submission(tree, "alice", "v1", IMAGE)  # on the default branch
+    outcome, pull = judge(github, tree, "bob", {sub("bob"): f"phase: {PHASE}\nimage: {SAME}\n"})
     assert outcome.verdict.ok and pull.merged
     assert pull.labels == [LABELS["valid"], NOTE_LABEL]
     assert outcome.verdict.notes == (
@@ -55,32 +45,32 @@ def test_the_same_image_from_another_participant_is_noted_not_refused(github, re
     assert "**For the organizers** (this does not stop the submission)" in body and f"alice ({sub('alice')})" in body
 
 
-def test_another_participants_archive_is_noted_whatever_its_address(github, repo):
+def test_another_participants_archive_is_noted_whatever_its_address(github, tree):
     """An archive encrypted to the runner's key is confidential, yet its URL and sha256 are public: copied,
     it would run under another name. The organizers are told, as for an image."""
     archive = f"image_archive:\n  url: https://{{host}}/algo.tar.age\n  sha256: '{'e' * 64}'\n  encrypted: true\n"
-    path = repo / sub("alice")
+    path = tree / sub("alice")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"phase: {PHASE}\n" + archive.format(host="alice.example"))
-    outcome, pull = judge(github, repo, "bob", {sub("bob"): f"phase: {PHASE}\n" + archive.format(host="bob.example")})
+    outcome, pull = judge(github, tree, "bob", {sub("bob"): f"phase: {PHASE}\n" + archive.format(host="bob.example")})
     assert outcome.verdict.ok and NOTE_LABEL in pull.labels
     assert outcome.verdict.notes[0].startswith(f"the same image (image archive sha256:{'e' * 64}) was also "
                                                f"submitted by alice ({sub('alice')})")
 
 
-def test_a_participants_own_images_and_other_images_are_not_noted(github, repo):
-    write_submission(repo, "bob", "v1", SAME)  # bob's own earlier submission
-    write_submission(repo, "carol", "v1", "ghcr.io/carol/x@sha256:" + "c" * 64)
-    outcome, pull = judge(github, repo, "bob", {sub("bob", "v2"): f"phase: {PHASE}\nimage: {SAME}\n"})
+def test_a_participants_own_images_and_other_images_are_not_noted(github, tree):
+    write_submission(tree, "bob", "v1", SAME)  # bob's own earlier submission
+    write_submission(tree, "carol", "v1", "ghcr.io/carol/x@sha256:" + "c" * 64)
+    outcome, pull = judge(github, tree, "bob", {sub("bob", "v2"): f"phase: {PHASE}\nimage: {SAME}\n"})
     assert outcome.verdict.ok and outcome.verdict.notes == ()
     assert pull.labels == [LABELS["valid"]] and "For the organizers" not in pull.comments[0]["body"]
 
 
-def test_check_warns_at_each_submission_that_shares_an_image(repo, capsys):
-    alice = write_submission(repo, "alice", "v1", IMAGE)
-    bob = write_submission(repo, "bob", "v3", SAME)
-    write_submission(repo, "alice", "v2", IMAGE)  # her own again: no warning of its own kind
-    assert main(["--root", str(repo), "check"]) == 0
+def test_check_warns_at_each_submission_that_shares_an_image(tree, capsys):
+    alice = write_submission(tree, "alice", "v1", IMAGE)
+    bob = write_submission(tree, "bob", "v3", SAME)
+    write_submission(tree, "alice", "v2", IMAGE)  # her own again: no warning of its own kind
+    assert main(["--root", str(tree), "check"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rel = f"challenges/{CHALLENGE}/submissions/{PHASE}"
     assert f"warning: {alice}:2: image: the same image was also submitted by bob ({rel}/bob/v3.yml)" in lines
@@ -100,10 +90,10 @@ def companion(participant: str = "alice", name: str = "method.pdf") -> str:
     return str(Path(sub(participant)).parent / name)
 
 
-def test_a_pdf_beside_the_submission_is_the_one_other_file_allowed(github, repo):
-    edit_yaml(phase_file(repo), supplementary_file_choice="optional")
+def test_a_pdf_beside_the_submission_is_the_one_other_file_allowed(github, tree):
+    edit_yaml(phase_file(tree), supplementary_file_choice="optional")
     files = {sub(): pdf_submission(hashlib.sha256(PDF.encode()).hexdigest()), companion(): PDF}
-    outcome, pull = judge(github, repo, "alice", files)
+    outcome, pull = judge(github, tree, "alice", files)
     assert outcome.verdict.problems == () and pull.merged
 
 
@@ -113,16 +103,16 @@ def test_a_pdf_beside_the_submission_is_the_one_other_file_allowed(github, repo)
     ("optional", {companion(): "<html>"}, "supplementary.file: method.pdf is not a PDF file"),
     ("off", {companion(): PDF}, "supplementary: phase 'final-test' takes no supplementary file"),
 ])
-def test_a_pdf_that_is_not_as_pinned_is_refused_with_its_field(github, repo, choice, files, problem):
-    edit_yaml(phase_file(repo), supplementary_file_choice=choice)
-    outcome, pull = judge(github, repo, "alice", {sub(): pdf_submission("f" * 64), **files})
+def test_a_pdf_that_is_not_as_pinned_is_refused_with_its_field(github, tree, choice, files, problem):
+    edit_yaml(phase_file(tree), supplementary_file_choice=choice)
+    outcome, pull = judge(github, tree, "alice", {sub(): pdf_submission("f" * 64), **files})
     assert not pull.merged
     assert [p for p in outcome.verdict.problems if problem in p], outcome.verdict.problems
 
 
-def test_a_required_pdf_must_come(github, repo):
-    edit_yaml(phase_file(repo), supplementary_file_choice="required")
-    outcome, _ = judge(github, repo, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n"})
+def test_a_required_pdf_must_come(github, tree):
+    edit_yaml(phase_file(tree), supplementary_file_choice="required")
+    outcome, _ = judge(github, tree, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n"})
     assert any("requires a PDF describing the method" in p for p in outcome.verdict.problems)
 
 
@@ -139,18 +129,18 @@ def test_a_required_pdf_must_come(github, repo):
     ({"supplementary_url_choice": "required", "allow_submission_comments": True},
      "supplementary_url: https://arxiv.org/abs/1\ncomment: fold 2\n", None),
 ])
-def test_a_link_and_a_comment_are_judged_by_the_phases_switches(github, repo, options, lines, problem):
-    edit_yaml(phase_file(repo), **options)
-    outcome, pull = judge(github, repo, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n{lines}"})
+def test_a_link_and_a_comment_are_judged_by_the_phases_switches(github, tree, options, lines, problem):
+    edit_yaml(phase_file(tree), **options)
+    outcome, pull = judge(github, tree, "alice", {sub(): f"phase: {PHASE}\nimage: {IMAGE}\n{lines}"})
     assert pull.merged == (problem is None)
     assert [p for p in outcome.verdict.problems if problem in p] if problem else outcome.verdict.ok, (
         outcome.verdict.problems)
 
 
-def test_a_phase_for_verified_participants_refuses_everyone_while_the_challenge_registers_nobody(github, repo):
+def test_a_phase_for_verified_participants_refuses_everyone_while_the_challenge_registers_nobody(github, tree):
     """creator_must_be_verified with registration: open fails closed in the rules (check says why too)."""
-    edit_yaml(phase_file(repo), creator_must_be_verified=True)
-    outcome, pull = judge(github, repo, "mallory", {sub("mallory"): f"phase: {PHASE}\nimage: {IMAGE}\n"})
+    edit_yaml(phase_file(tree), creator_must_be_verified=True)
+    outcome, pull = judge(github, tree, "mallory", {sub("mallory"): f"phase: {PHASE}\nimage: {IMAGE}\n"})
     assert not outcome.verdict.ok and not pull.merged
     assert any("only from verified participants" in p and "registration: required" in p
                for p in outcome.verdict.problems)

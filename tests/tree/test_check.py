@@ -25,8 +25,8 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def run_check(repo: Path, capsys, *args: str) -> tuple[int, list[str], str]:
-    code = main(["--root", str(repo), "check", *args])
+def run_check(tree: Path, capsys, *args: str) -> tuple[int, list[str], str]:
+    code = main(["--root", str(tree), "check", *args])
     printed = capsys.readouterr()
     return code, printed.out.splitlines(), printed.err
 
@@ -41,34 +41,35 @@ def test_the_example_tree_is_valid_without_warnings(repo, capsys):
     assert run_check(repo, capsys) == (0, [f"ok: {repo / 'challenges'} is valid"], "")
 
 
-def test_a_mistake_is_printed_once_and_counted_once(repo, capsys):
-    challenge = repo / "challenges" / CHALLENGE / "challenge.yml"
-    challenge.write_text(challenge.read_text().replace("headline: Segment", "headline: " + "x" * 90 + " Segment"))
-    write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)  # reads the phase, not the challenge
-    code, lines, err = run_check(repo, capsys)
+def test_a_mistake_is_printed_once_and_counted_once(tree, capsys):
+    challenge = tree / "challenges" / CHALLENGE / "challenge.yml"
+    edit_yaml(challenge, headline="x" * 139)
+    write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)  # reads the phase, not the challenge
+    code, lines, err = run_check(tree, capsys)
     assert (code, err.strip()) == (1, "1 problem found")
     assert lines == [f"{challenge}:{line_of(challenge, 'headline:')}: headline: is 139 characters long; at most 80 "
                      "allowed"]
 
 
-def test_a_broken_phase_is_reported_at_the_phase_only(repo, capsys):
-    phase = phase_file(repo)
+def test_a_broken_phase_is_reported_at_the_phase_only(tree, capsys):
+    phase = phase_file(tree)
     phase.write_text(phase.read_text().replace("submission_kind: algorithm", "submission_kind: algorithms"))
-    write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
-    code, lines, err = run_check(repo, capsys)
+    write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
+    code, lines, err = run_check(tree, capsys)
     assert (code, lines, err.strip()) == (
-        1, [f"{phase}:4: submission_kind: 'algorithms' is not one of: algorithm, predictions, training"],
+        1, [f"{phase}:{line_of(phase, 'submission_kind:')}: submission_kind: 'algorithms' is not one of: algorithm, "
+            "predictions, training"],
         "1 problem found")
 
 
-def test_every_file_and_every_problem_in_one_run(repo, capsys):
-    base = repo / "challenges" / CHALLENGE
-    sub = write_submission(repo, "carol", "v1", "ghcr.io/carol/algo:latest")
+def test_every_file_and_every_problem_in_one_run(tree, capsys):
+    base = tree / "challenges" / CHALLENGE
+    sub = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo:latest")
     sub.write_text(sub.read_text() + "titel: Mine\n")
     teams = write(base / "teams.yml", "lab: alice\n")
     registration = write(base / "registrations" / "alice.yml", "name: Alice\n")
     approvals = write(base / "approvals" / "nope.yml", "- alice\n")
-    code, lines, err = run_check(repo, capsys)
+    code, lines, err = run_check(tree, capsys)
     assert lines == [
         f"{approvals}: no phase 'nope' in this challenge",
         f"{approvals}:1: [0]: 'alice' is not participant/id, e.g. alice/v1",
@@ -80,71 +81,70 @@ def test_every_file_and_every_problem_in_one_run(repo, capsys):
     assert code == 1 and err.strip() == "6 problems found"
 
 
-def test_a_registration_must_accept_the_rules(repo, capsys):
-    path = write(repo / "challenges" / CHALLENGE / "registrations" / "alice.yml", "name: Alice\naccept_rules: no\n")
-    assert run_check(repo, capsys, str(path)) == (
+def test_a_registration_must_accept_the_rules(tree, capsys):
+    path = write(tree / "challenges" / CHALLENGE / "registrations" / "alice.yml", "name: Alice\naccept_rules: no\n")
+    assert run_check(tree, capsys, str(path)) == (
         1, [f"{path}:2: accept_rules: must be true: registering means accepting the challenge's rules"],
         "1 problem found\n")
 
 
-def predictions_phase(repo: Path) -> Path:
-    return write(phase_file(repo).with_name("predictions.yml"), """\
+def predictions_phase(tree: Path) -> Path:
+    return write(phase_file(tree).with_name("predictions.yml"), """\
         title: Predictions
         submission_kind: predictions
         score_jsonpath: aggregates.dice.mean
         """)
 
 
-def test_a_predictions_file_is_checked_against_its_pinned_hash(repo, capsys):
-    predictions_phase(repo)
-    folder = repo / "challenges" / CHALLENGE / "submissions" / "predictions" / "alice"
+def test_a_predictions_file_is_checked_against_its_pinned_hash(tree, capsys):
+    predictions_phase(tree)
+    folder = tree / "challenges" / CHALLENGE / "submissions" / "predictions" / "alice"
     archive = folder / "masks.zip"
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"not really a zip")
     right = hashlib.sha256(archive.read_bytes()).hexdigest()
     sub = write(folder / "v1.yml", f"phase: predictions\npredictions:\n  file: masks.zip\n  sha256: {right}\n")
-    assert run_check(repo, capsys)[0] == 0
+    assert run_check(tree, capsys)[0] == 0
     sub.write_text(sub.read_text().replace(right, "f" * 64))
-    assert run_check(repo, capsys) == (1, [
+    assert run_check(tree, capsys) == (1, [
         f"{sub}:4: predictions.sha256: masks.zip has sha256 {right}, not the pinned one; pin the file you committed "
         "(sha256sum FILE)"], "1 problem found\n")
     sub.write_text(sub.read_text().replace("masks.zip", "gone.zip"))
-    assert run_check(repo, capsys)[1] == [f"{sub}:3: predictions.file: 'gone.zip' was not found next to the submission"]
+    assert run_check(tree, capsys)[1] == [f"{sub}:3: predictions.file: 'gone.zip' was not found next to the submission"]
 
 
-def test_a_submission_must_fit_its_phase(repo, capsys):
-    predictions_phase(repo)
-    sub = write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="predictions")
-    nowhere = write_submission(repo, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="validation")
-    code, lines, _ = run_check(repo, capsys)
+def test_a_submission_must_fit_its_phase(tree, capsys):
+    predictions_phase(tree)
+    sub = write_submission(tree, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="predictions")
+    nowhere = write_submission(tree, "alice", "v1", "ghcr.io/alice/algo@" + DIGEST, phase="validation")
+    code, lines, _ = run_check(tree, capsys)
     assert code == 1
     assert lines == [f"{sub}:2: image: phase 'predictions' takes a predictions file, not an image",
                      f"{nowhere}: challenge '{CHALLENGE}' has no phase 'validation' "
-                     "(phases: final-test, new-scanner, predictions)"]
+                     "(phases: final-test, predictions)"]
 
 
-def test_every_phase_needs_an_evaluation_container(repo, capsys):
-    predictions_phase(repo)
-    dockerfile = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
+def test_every_phase_needs_an_evaluation_container(tree, capsys):
+    predictions_phase(tree)
+    dockerfile = tree / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
     dockerfile.unlink()
-    assert run_check(repo, capsys) == (1, [
-        f"{dockerfile}: is missing, and phases final-test, new-scanner, predictions set no evaluation_image: add the "
+    assert run_check(tree, capsys) == (1, [
+        f"{dockerfile}: is missing, and phases final-test, predictions set no evaluation_image: add the "
         "evaluation container's Dockerfile, or set evaluation_image"], "1 problem found\n")
-    phase = phase_file(repo)
+    phase = phase_file(tree)
     phase.write_text(phase.read_text() + f"evaluation_image: ghcr.io/org/eval@{DIGEST}\n")
-    assert run_check(repo, capsys)[1][0].startswith(f"{dockerfile}: is missing, and phases new-scanner, predictions "
-                                                    "set no ")
+    assert run_check(tree, capsys)[1][0].startswith(f"{dockerfile}: is missing, and phase predictions sets no ")
 
 
-def test_a_parent_and_combined_phases_must_exist(repo, capsys):
-    phase = phase_file(repo)
+def test_a_parent_and_combined_phases_must_exist(tree, capsys):
+    phase = phase_file(tree)
     phase.write_text(phase.read_text() + "parent: qualifying\n")
-    assert run_check(repo, capsys)[1] == [f"{phase}:{line_of(phase, 'parent:')}: parent: no phase 'qualifying' in "
+    assert run_check(tree, capsys)[1] == [f"{phase}:{line_of(phase, 'parent:')}: parent: no phase 'qualifying' in "
                                           "this challenge"]
 
 
-def test_parents_in_a_cycle_are_one_problem(repo, capsys):
-    final = phase_file(repo)
+def test_parents_in_a_cycle_are_one_problem(tree, capsys):
+    final = phase_file(tree)
     final.write_text(final.read_text() + "parent: qualifying\n")
     qualifying = write(final.with_name("qualifying.yml"), """\
         title: Qualifying
@@ -152,66 +152,65 @@ def test_parents_in_a_cycle_are_one_problem(repo, capsys):
         score_jsonpath: aggregates.dice.mean
         parent: final-test
         """)
-    assert run_check(repo, capsys)[1] == [
+    assert run_check(tree, capsys)[1] == [
         f"{final}:{line_of(final, 'parent:')}: parent: parents go round in a cycle: final-test -> qualifying -> "
         "final-test; no one could submit to these phases"]
     assert qualifying.is_file()
 
 
-def test_score_paths_are_tried_on_the_committed_results(repo, capsys):
-    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])
-    add_result(repo, "bob", "v1", None, status="failed", error="Algorithm failed: boom")
-    phase = phase_file(repo)
-    text = phase.read_text().replace("score_jsonpath: aggregates.dice.mean", "score_jsonpath: aggregates.dice.meen")
-    text = text.replace("path: aggregates.dice.min", "path: runner.wall_time_s")  # the runner's measurements count
-    phase.write_text(text.replace("score_case_jsonpath: case.*.dice", "score_case_jsonpath: cases.*.dice"))
-    code, lines, err = run_check(repo, capsys)
+def test_score_paths_are_tried_on_the_committed_results(tree, capsys):
+    add_result(tree, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    add_result(tree, "bob", "v1", None, status="failed", error="Algorithm failed: boom")
+    phase = phase_file(tree)
+    edit_yaml(phase, score_jsonpath="aggregates.dice.meen", score_case_jsonpath="cases.*.dice",  # the runner's
+              extra_results_columns=[{"path": "runner.wall_time_s", "title": "Time"}])  # measurements count too
+    code, lines, err = run_check(tree, capsys)
     assert (code, err) == (0, "")
     assert lines == [
         f"warning: {phase}:{line_of(phase, 'meen')}: score_jsonpath: 'aggregates.dice.meen' matches no number in "
         "the 1 succeeded result of this phase; did you mean 'aggregates.dice.mean'?",
         f"warning: {phase}:{line_of(phase, 'cases.*')}: score_case_jsonpath: 'cases.*.dice' matches no values in "
         "the 1 succeeded result of this phase",
-        f"ok: {repo / 'challenges'} is valid (2 warnings)",
+        f"ok: {tree / 'challenges'} is valid (2 warnings)",
     ]
 
 
-def test_score_paths_are_tried_only_where_the_scores_can_be_read(repo, capsys):
+def test_score_paths_are_tried_only_where_the_scores_can_be_read(tree, capsys):
     """A blind phase's public records hold no scores: without the runner's copies (a workflow's checkout)
     they prove no path wrong; with them, the paths are tried on the whole results."""
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
-    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])  # before the phase withholds anything: public
-    edit_yaml(phase_file(repo), blind=True)
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    add_result(tree, "alice", "v1", 0.8, cases=[0.7, 0.9])  # before the phase withholds anything: public
+    edit_yaml(phase_file(tree), blind=True)
     for participant in ("bob", "carol"):
-        add_result(repo, participant, "v1", 0.7, cases=[0.6, 0.8])
-    copies = repo / "build" / "withheld"
-    kept = shutil.move(copies, repo / "kept")
-    assert run_check(repo, capsys) == (0, [f"ok: {repo / 'challenges'} is valid"], "")
-    edit_yaml(phase_file(repo), score_jsonpath="aggregates.dice.meen")
-    assert run_check(repo, capsys)[1][0].endswith(
+        add_result(tree, participant, "v1", 0.7, cases=[0.6, 0.8])
+    copies = tree / "build" / "withheld"
+    kept = shutil.move(copies, tree / "kept")
+    assert run_check(tree, capsys) == (0, [f"ok: {tree / 'challenges'} is valid"], "")
+    edit_yaml(phase_file(tree), score_jsonpath="aggregates.dice.meen")
+    assert run_check(tree, capsys)[1][0].endswith(
         "'aggregates.dice.meen' matches no number in the 1 succeeded result of this phase whose scores can be "
         "read (2 more withhold them); did you mean 'aggregates.dice.mean'?")
-    shutil.rmtree(phase_file(repo).parents[1] / "results" / PHASE / "alice")
-    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]  # none readable: no claim
+    shutil.rmtree(phase_file(tree).parents[1] / "results" / PHASE / "alice")
+    assert run_check(tree, capsys)[1] == [f"ok: {tree / 'challenges'} is valid"]  # none readable: no claim
     shutil.move(kept, copies)
-    assert run_check(repo, capsys)[1][0].endswith(
+    assert run_check(tree, capsys)[1][0].endswith(
         "'aggregates.dice.meen' matches no number in the 2 succeeded results of this phase; did you mean "
         "'aggregates.dice.mean'?")
 
 
-def test_ranking_metrics_are_tried_like_the_columns(repo, capsys):
-    add_result(repo, "alice", "v1", 0.8, cases=[0.7, 0.9])
-    phase = phase_file(repo)
+def test_ranking_metrics_are_tried_like_the_columns(tree, capsys):
+    add_result(tree, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    phase = phase_file(tree)
     edit_yaml(phase, scoring_method_choice="rank-then-average", ranking_metrics=[
         {"path": "case.*.dice", "title": "Dice"}, {"path": "case.*.dise", "title": "Typo"}])
-    assert run_check(repo, capsys)[1] == [
+    assert run_check(tree, capsys)[1] == [
         f"warning: {phase}:{line_of(phase, 'case.*.dise')}: ranking_metrics[1].path: 'case.*.dise' matches no "
         "values in the 1 succeeded result of this phase",
-        f"ok: {repo / 'challenges'} is valid (1 warning)"]
+        f"ok: {tree / 'challenges'} is valid (1 warning)"]
 
 
-def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(repo, capsys):
-    phase = phase_file(repo)
+def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(tree, capsys):
+    phase = phase_file(tree)
     edit_yaml(phase, extra_results_columns=[{"path": "runner.aggregates.wall_time_s.mean", "title": "Seconds"},
                                             {"path": "runner.wall_time_s", "title": "Seconds in all"}],
               scoring_method_choice="rank-then-average", score_case_jsonpath=None,
@@ -222,35 +221,35 @@ def test_runner_paths_a_phase_never_writes_are_warned_of_results_or_not(repo, ca
               f"'runner.aggregates.wall_time_s.mean' reads runner.aggregates, {batch}",
               f"warning: {phase}:{line_of(phase, 'runner.cases')}: ranking_metrics[0].path: "
               f"'runner.cases.*.wall_time_s' reads runner.cases, {batch}",
-              f"ok: {repo / 'challenges'} is valid (2 warnings)"]
-    assert run_check(repo, capsys)[1] == warned
+              f"ok: {tree / 'challenges'} is valid (2 warnings)"]
+    assert run_check(tree, capsys)[1] == warned
     edit_yaml(phase, inference_mode="per-case")
-    assert run_check(repo, capsys)[1] == [f"ok: {repo / 'challenges'} is valid"]
+    assert run_check(tree, capsys)[1] == [f"ok: {tree / 'challenges'} is valid"]
     edit_yaml(phase, inference_mode="batch")
-    add_result(repo, "alice", "v1", 0.8)  # results of the mode: still one warning per path
-    assert run_check(repo, capsys)[1] == warned
+    add_result(tree, "alice", "v1", 0.8)  # results of the mode: still one warning per path
+    assert run_check(tree, capsys)[1] == warned
     shutil.rmtree(phase.parents[1] / "results")
     edit_yaml(phase, submission_kind="predictions")
     assert (f"warning: {phase}:{line_of(phase, 'runner.wall_time_s')}: extra_results_columns[1].path: "
             "'runner.wall_time_s' reads the runner's measurements, but a predictions phase runs no container to "
-            "measure") in run_check(repo, capsys)[1]
+            "measure") in run_check(tree, capsys)[1]
 
 
-def test_one_file_that_is_not_ours(repo, capsys):
-    page = repo / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
-    assert run_check(repo, capsys, str(page)) == (
+def test_one_file_that_is_not_ours(tree, capsys):
+    page = tree / "challenges" / CHALLENGE / "evaluation" / "Dockerfile"
+    assert run_check(tree, capsys, str(page)) == (
         1, [f"{page}: is not a challenge, phase, submission, method report, result, approvals, exclusions, "
             "teams or registration file"],
         "1 problem found\n")
 
 
-def test_a_withholding_phase_needs_someone_to_seal_for(repo, capsys):
-    edit_yaml(phase_file(repo), blind=True)
-    code, lines, _ = run_check(repo, capsys)
-    assert code == 1 and lines[0].startswith(f"{phase_file(repo)}: this phase withholds part of its results, but "
+def test_a_withholding_phase_needs_someone_to_seal_for(tree, capsys):
+    edit_yaml(phase_file(tree), blind=True)
+    code, lines, _ = run_check(tree, capsys)
+    assert code == 1 and lines[0].startswith(f"{phase_file(tree)}: this phase withholds part of its results, but "
                                              f"challenges/{CHALLENGE}/challenge.yml names no recipients")
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", recipients=["github:alice", "age1nope"])
-    code, lines, _ = run_check(repo, capsys)
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", recipients=["github:alice", "age1nope"])
+    code, lines, _ = run_check(tree, capsys)
     assert code == 1 and len(lines) == 1 and "recipients[1]: not a valid public key" in lines[0]
 
 
@@ -260,11 +259,11 @@ def test_a_withholding_phase_needs_someone_to_seal_for(repo, capsys):
     ({"submissions_open_at": "2026-07-01T00:00:00Z"}, False),  # opens later: it would take submissions then
     ({"submissions_limit_per_user_per_period": 0}, True),  # takes none at all
 ])
-def test_a_hidden_phase_must_be_closed_to_submissions(repo, changes, hidden_ok):
-    path = phase_file(repo)
+def test_a_hidden_phase_must_be_closed_to_submissions(tree, changes, hidden_ok):
+    path = phase_file(tree)
     edit_yaml(path, public=False, **changes)
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
-    problems = [str(p) for p in check(Store(repo), now=NOW).problems]
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    problems = [str(p) for p in check(Store(tree), now=NOW).problems]
     expected = [] if hidden_ok else [
         f"{path}:{line_of(path, 'public:')}: public: false hides a phase that takes submissions now or later; "
         "grand-challenge hides only a closed phase: set submissions_close_at to a past time, or "
@@ -272,13 +271,13 @@ def test_a_hidden_phase_must_be_closed_to_submissions(repo, changes, hidden_ok):
     assert problems == expected
 
 
-def test_verified_participants_need_registration_with_approval(repo):
-    path = phase_file(repo)
+def test_verified_participants_need_registration_with_approval(tree):
+    path = phase_file(tree)
     edit_yaml(path, creator_must_be_verified=True)
-    problems = [str(p) for p in check(Store(repo)).problems]
+    problems = [str(p) for p in check(Store(tree)).problems]
     assert problems == [f"{path}:{line_of(path, 'creator_must_be_verified')}: creator_must_be_verified: true needs "
                         f"verified participants, and challenges/{CHALLENGE}/challenge.yml lets anyone submit: set "
                         "registration: required there, so an organizer approves each participant by merging their "
                         "registration"]
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", registration="required")
-    assert check(Store(repo)).problems == []
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", registration="required")
+    assert check(Store(tree)).problems == []

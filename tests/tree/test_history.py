@@ -14,31 +14,37 @@ from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, add_result, commit
+from tests.helpers import CHALLENGE, PHASE, Tree, add_result, commit
 
 UTC = dt.UTC
 
+@pytest.fixture
+def tree(tree: Path) -> Path:
+    """The built tree, with the site's templates and mkdocs.yml: this module's tests build pages."""
+    Tree(tree).site()
+    return tree
+
 
 @pytest.fixture
-def history_repo(repo) -> Path:
+def history_repo(tree) -> Path:
     """alice lands on 03-01, bob on 03-02 12:00, alice's result is re-run lower on 03-05 and bob's
     removed on 03-06; carol's result is written but never committed."""
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    commit(repo, "2026-02-20T09:00:00Z", "the challenge")
-    add_result(repo, "alice", "v1", 0.7)
-    commit(repo, "2026-03-01T10:00:00Z")
-    add_result(repo, "bob", "v1", 0.8)
-    commit(repo, "2026-03-02T12:00:00Z")
-    add_result(repo, "alice", "v1", 0.6)
-    commit(repo, "2026-03-05T08:00:00+02:00")  # 06:00 UTC
-    (repo / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json").unlink()
-    commit(repo, "2026-03-06T10:00:00Z")
-    add_result(repo, "carol", "v1", 0.9)
-    return repo
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tree, check=True)
+    commit(tree, "2026-02-20T09:00:00Z", "the challenge")
+    add_result(tree, "alice", "v1", 0.7)
+    commit(tree, "2026-03-01T10:00:00Z")
+    add_result(tree, "bob", "v1", 0.8)
+    commit(tree, "2026-03-02T12:00:00Z")
+    add_result(tree, "alice", "v1", 0.6)
+    commit(tree, "2026-03-05T08:00:00+02:00")  # 06:00 UTC
+    (tree / "challenges" / CHALLENGE / "results" / PHASE / "bob" / "v1.json").unlink()
+    commit(tree, "2026-03-06T10:00:00Z")
+    add_result(tree, "carol", "v1", 0.9)
+    return tree
 
 
-def standing(repo: Path, when: str) -> list[tuple[str, float]]:
-    results = History(Store(repo)).results_as_of(CHALLENGE, PHASE, parse_when(when))
+def standing(tree: Path, when: str) -> list[tuple[str, float]]:
+    results = History(Store(tree)).results_as_of(CHALLENGE, PHASE, parse_when(when))
     return [(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in results]
 
 
@@ -78,12 +84,12 @@ def test_leaderboard_command_as_of(history_repo, capsys):
     assert [(r["rank"], r["participant"], r["Dice (mean)"]) for r in rows] == [(1, "bob", 0.8), (2, "alice", 0.7)]
 
 
-def test_as_of_outside_git_is_one_clear_error(repo, capsys):
-    assert main(["--root", str(repo), "leaderboard", CHALLENGE, PHASE, "--as-of", "2026-03-03"]) == 1
+def test_as_of_outside_git_is_one_clear_error(tree, capsys):
+    assert main(["--root", str(tree), "leaderboard", CHALLENGE, PHASE, "--as-of", "2026-03-03"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --as-of needs the repository's git history")
     with pytest.raises(HistoryError):
-        History(Store(repo)).snapshots(CHALLENGE, PHASE)
+        History(Store(tree)).snapshots(CHALLENGE, PHASE)
 
 
 def test_leaderboard_page_links_a_snapshot_per_day(history_repo):

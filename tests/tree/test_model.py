@@ -18,7 +18,7 @@ from runner.tree.references import check_image_ref
 from runner.tree.result_model import Result, load_result
 from runner.tree.store import Store
 from runner.tree.submission_model import SubmissionDetails
-from tests.helpers import CHALLENGE, IMAGE, PHASE, edit_yaml, write_submission
+from tests.helpers import CHALLENGE, IMAGE, PHASE, Tree, edit_yaml, write_submission
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -29,8 +29,8 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def phase_file(repo: Path) -> Path:
-    return repo / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
+def phase_file(tree: Path) -> Path:
+    return tree / "challenges" / CHALLENGE / "phases" / f"{PHASE}.yml"
 
 
 def test_example_tree_is_valid(repo):
@@ -53,8 +53,8 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
     assert "invalid YAML" in str(info.value)
 
 
-def test_unknown_field_is_located(repo):
-    path = phase_file(repo)
+def test_unknown_field_is_located(tree):
+    path = phase_file(tree)
     path.write_text(path.read_text() + "score_jsonpth: aggregates.dice.mean\n")
     line = len(path.read_text().splitlines())
     with pytest.raises(ModelError) as info:
@@ -63,8 +63,8 @@ def test_unknown_field_is_located(repo):
     assert info.value.message == "unknown field; did you mean 'score_jsonpath'?"
 
 
-def test_a_grand_challenge_option_not_supported_here_says_why(repo):
-    path = phase_file(repo)
+def test_a_grand_challenge_option_not_supported_here_says_why(tree):
+    path = phase_file(tree)
     path.write_text(path.read_text() + "workstation: 41b79371-7a8e-4ea2-8f1a-0c2a7d8e9f10\n")
     with pytest.raises(ModelError) as info:
         load_phase(path, CHALLENGE)
@@ -74,8 +74,8 @@ def test_a_grand_challenge_option_not_supported_here_says_why(repo):
     assert "workstation" in html.unescape(reference_markdown())  # the field reference lists each
 
 
-def test_a_grand_challenge_name_written_elsewhere_here_says_where(repo):
-    path = phase_file(repo)
+def test_a_grand_challenge_name_written_elsewhere_here_says_where(tree):
+    path = phase_file(tree)
     path.write_text(path.read_text() + "evaluation_time_limit: 3600\n")
     with pytest.raises(ModelError) as info:
         load_phase(path, CHALLENGE)
@@ -84,10 +84,10 @@ def test_a_grand_challenge_name_written_elsewhere_here_says_where(repo):
                                  "evaluation_resources.time_limit")
 
 
-def test_wrong_type_in_nested_column_is_located(repo):
-    path = phase_file(repo)
-    text = path.read_text().replace("exclude_from_ranking: true", "exclude_from_ranking: sometimes", 1)
-    path.write_text(text)
+def test_wrong_type_in_nested_column_is_located(tree):
+    path = Tree(tree).phase(extra_results_columns=[{"path": "aggregates.jaccard.mean", "title": "Jaccard",
+                                                    "exclude_from_ranking": "sometimes"}])
+    text = path.read_text()
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if "sometimes" in ln)
     with pytest.raises(ModelError) as info:
         load_phase(path, CHALLENGE)
@@ -97,19 +97,19 @@ def test_wrong_type_in_nested_column_is_located(repo):
                                "false, got text ('sometimes')")
 
 
-def test_bad_jsonpath_and_headline_length(repo):
-    path = phase_file(repo)
+def test_bad_jsonpath_and_headline_length(tree):
+    path = phase_file(tree)
     path.write_text(path.read_text().replace("score_jsonpath: aggregates.dice.mean", "score_jsonpath: 'aggregates[['"))
     with pytest.raises(ModelError, match="score_jsonpath: 'aggregates\\[\\[' is not a JSONPath"):
         load_phase(path, CHALLENGE)
-    challenge = repo / "challenges" / CHALLENGE / "challenge.yml"
-    challenge.write_text(challenge.read_text().replace("headline: Segment", "headline: " + "x" * 90 + " Segment"))
+    challenge = tree / "challenges" / CHALLENGE / "challenge.yml"
+    edit_yaml(challenge, headline="x" * 100)
     with pytest.raises(ModelError, match=r"headline: is 1.. characters long; at most 80"):
         load_challenge(challenge)
 
 
-def test_closing_before_opening_is_refused(repo):
-    path = phase_file(repo)
+def test_closing_before_opening_is_refused(tree):
+    path = phase_file(tree)
     path.write_text(path.read_text().replace("2027-12-31T23:59:59Z", "2025-12-31T00:00:00Z"))
     with pytest.raises(ModelError, match="submissions_close_at: is not after submissions_open_at"):
         load_phase(path, CHALLENGE)
@@ -128,36 +128,36 @@ def test_image_must_be_pinned(ref, local, ok):
     assert (check_image_ref(ref, allow_local=local) is None) is ok
 
 
-def test_tag_only_submission_is_refused_with_its_line(repo):
-    path = write_submission(repo, "carol", "v1", "ghcr.io/carol/algo:latest")
+def test_tag_only_submission_is_refused_with_its_line(tree):
+    path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo:latest")
     with pytest.raises(ModelError) as info:
-        Store(repo).submission(path)
+        Store(tree).submission(path)
     assert (info.value.line, info.value.field) == (2, "image")
     assert "pinned by digest" in info.value.message
 
 
-def test_submission_phase_must_match_its_folder(repo):
-    path = write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
+def test_submission_phase_must_match_its_folder(tree):
+    path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
     path.write_text(path.read_text().replace(f"phase: {PHASE}", "phase: validation"))
     with pytest.raises(ModelError, match="says 'validation' but the file is under submissions/final-test/"):
-        Store(repo).submission(path)
+        Store(tree).submission(path)
 
 
-def test_submission_to_unknown_phase(repo):
-    path = write_submission(repo, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST, phase="nope")
+def test_submission_to_unknown_phase(tree):
+    path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST, phase="nope")
     with pytest.raises(ModelError, match="has no phase 'nope'"):
-        Store(repo).submission(path)
+        Store(tree).submission(path)
 
 
-def test_check_command_reports_every_problem_and_fails(repo, capsys):
-    write_submission(repo, "carol", "v1", "ghcr.io/carol/algo:latest")
-    bad_phase = phase_file(repo).with_name("validation.yml")
+def test_check_command_reports_every_problem_and_fails(tree, capsys):
+    write_submission(tree, "carol", "v1", "ghcr.io/carol/algo:latest")
+    bad_phase = phase_file(tree).with_name("validation.yml")
     write(bad_phase, """\
         title: Validation
         submission_kind: algorithms
         score_jsonpath: aggregates.dice.mean
         """)
-    code = main(["--root", str(repo), "check"])
+    code = main(["--root", str(tree), "check"])
     printed = capsys.readouterr()
     assert code == 1
     kinds = "algorithm, predictions, training"
@@ -166,23 +166,22 @@ def test_check_command_reports_every_problem_and_fails(repo, capsys):
     assert "2 problems found" in printed.err
 
 
-def test_check_one_file(repo, capsys):
-    assert main(["--root", str(repo), "check", str(phase_file(repo))]) == 0
+def test_check_one_file(tree, capsys):
+    assert main(["--root", str(tree), "check", str(phase_file(tree))]) == 0
     assert "is valid" in capsys.readouterr().out
 
 
-def test_challenge_status_from_dates(repo):
+def test_challenge_status_from_dates(tree):
     import datetime as dt
-    challenge = Store(repo).challenge(CHALLENGE)
+    Tree(tree).challenge(start_date=dt.date(2026, 1, 1), end_date=dt.date(2027, 12, 31))
+    challenge = Store(tree).challenge(CHALLENGE)
     assert challenge.current_status(dt.date(2025, 6, 1)) == "upcoming"
     assert challenge.current_status(dt.date(2026, 6, 1)) == "active"
     assert challenge.current_status(dt.date(2028, 1, 1)) == "completed"
 
 
-def test_case_method_needs_the_per_case_path(repo):
-    path = phase_file(repo)
-    text = path.read_text().replace("scoring_method_choice: absolute", "scoring_method_choice: rank-then-aggregate")
-    path.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("score_case_jsonpath")) + "\n")
+def test_case_method_needs_the_per_case_path(tree):
+    path = Tree(tree).phase(scoring_method_choice="rank-then-aggregate")  # and no score_case_jsonpath
     with pytest.raises(ModelError, match="set score_case_jsonpath"):
         load_phase(path, CHALLENGE)
     path.write_text(path.read_text() + "score_case_jsonpath: case.*.dice\nranking_options:\n  aggregate: median\n"
@@ -191,11 +190,11 @@ def test_case_method_needs_the_per_case_path(repo):
         load_phase(path, CHALLENGE)
 
 
-def test_combined_leaderboard_names_existing_phases(repo):
-    path = repo / "challenges" / CHALLENGE / "challenge.yml"
+def test_combined_leaderboard_names_existing_phases(tree):
+    path = tree / "challenges" / CHALLENGE / "challenge.yml"
     path.write_text(path.read_text() + "combined_leaderboards:\n  - slug: all\n    title: All\n    phases:\n"
                     "      - phase: final-test\n      - phase: nope\n        weight: 2\n")
-    [problem] = check(Store(repo)).problems
+    [problem] = check(Store(tree)).problems
     line = len(path.read_text().splitlines()) - 1
     assert (problem.line, problem.field) == (line, "combined_leaderboards[0].phases[1].phase")
     assert problem.message == "no phase 'nope' in this challenge"
@@ -221,12 +220,12 @@ def test_printable_shows_what_a_participant_wrote_on_one_line():
     assert printable("x" * 50, limit=10) == "x" * 9 + "…"
 
 
-def extras_of(repo: Path, phase_options: dict, submission: str) -> str | None:
+def extras_of(tree: Path, phase_options: dict, submission: str) -> str | None:
     """What the loader says of a submission with `submission`'s lines in a phase with `phase_options`."""
-    edit_yaml(phase_file(repo), **phase_options)
-    path = write(repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml",
+    edit_yaml(phase_file(tree), **phase_options)
+    path = write(tree / "challenges" / CHALLENGE / "submissions" / PHASE / "alice" / "v1.yml",
                  f"phase: {PHASE}\nimage: {IMAGE}\n{submission}")
-    phase = load_phase(phase_file(repo), CHALLENGE)
+    phase = load_phase(phase_file(tree), CHALLENGE)
     try:
         load_submission(path, challenge=CHALLENGE, phase=PHASE, participant="alice", extras=phase)
     except ModelError as exc:
@@ -254,8 +253,8 @@ def extras_of(repo: Path, phase_options: dict, submission: str) -> str | None:
     ({"supplementary_url_choice": "optional"}, f"supplementary_url: https://a.org/{'x' * 2000}\n",
      "supplementary_url: 'https://a.org/" + "x" * 185 + "…' is not an https:// address of at most 2000 characters"),
 ])
-def test_a_submissions_link_and_comment_meet_the_phases_switches(repo, options, lines, problem):
-    assert extras_of(repo, options, lines) == problem
+def test_a_submissions_link_and_comment_meet_the_phases_switches(tree, options, lines, problem):
+    assert extras_of(tree, options, lines) == problem
 
 
 def test_a_result_signed_before_comments_and_links_existed_reads_as_it_was_signed():

@@ -19,14 +19,14 @@ from runner.tree.policy import (
 from runner.tree.result_model import Result, RunRecord
 from runner.tree.store import Store
 from runner.tree.submission_model import SubmissionDetails
-from tests.helpers import CHALLENGE, NOW, PHASE, UTC, edit_yaml, phase_file
+from tests.helpers import CHALLENGE, NOW, PHASE, UTC, Tree, edit_yaml, phase_file
 
 CLOSES = dt.datetime(2027, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 @pytest.fixture
-def phase(repo):
-    return lambda **changes: (edit_yaml(phase_file(repo), **changes), Store(repo).phase(CHALLENGE, PHASE))[1]
+def phase(tree):
+    return lambda **changes: (edit_yaml(phase_file(tree), **changes), Store(tree).phase(CHALLENGE, PHASE))[1]
 
 
 def test_window_says_when_a_phase_opens_or_closed(phase):
@@ -59,16 +59,13 @@ def test_a_blind_phase_shows_its_scores_once_closed(phase):
     assert visibility(phase(blind=True), now=CLOSES + dt.timedelta(seconds=1)).scores
 
 
-def test_phases_come_in_the_order_participants_meet_them(repo):
-    phases = repo / "challenges" / CHALLENGE / "phases"
-    (phases / "new-scanner.yml").unlink()
-    text = (phases / f"{PHASE}.yml").read_text()
+def test_phases_come_in_the_order_participants_meet_them(tree):
     # A qualifying phase opens in March, its final phase (the child) in February, a sanity check in January.
     for slug, opens, parent in (("qualifying", "2026-03-01", None), ("final", "2026-02-01", "qualifying"),
                                 ("sanity", "2026-01-15", None)):
-        body = text.replace("2026-01-01T00:00:00Z", f"{opens}T00:00:00Z")
-        (phases / f"{slug}.yml").write_text(body + (f"parent: {parent}\n" if parent else ""))
-    assert list(Store(repo).phases(CHALLENGE)) == [PHASE, "sanity", "qualifying", "final"]
+        Tree(tree).phase(slug, submissions_open_at=dt.datetime.fromisoformat(f"{opens}T00:00:00+00:00"),
+                         parent=parent)
+    assert list(Store(tree).phases(CHALLENGE)) == [PHASE, "sanity", "qualifying", "final"]
 
 
 @pytest.mark.parametrize("changes", [{"blind": True}, {"display_all_metrics": False}])
@@ -104,15 +101,17 @@ def test_an_evaluations_failure_line_is_public_only_where_every_value_is(phase, 
     assert (record.error == EVALUATION_FAILED) is not public
 
 
-def test_only_a_result_whose_algorithm_ran_outside_training_can_be_run_again(repo):
-    store = Store(repo)
+def test_only_a_result_whose_algorithm_ran_outside_training_can_be_run_again(tree):
+    store = Store(tree)
     ran = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
                  created_at="2026-03-01T10:00:00+00:00", started_at="2026-03-01T10:00:00+00:00",
                  finished_at="2026-03-01T10:00:00+00:00", algorithm=RunRecord(image="x@sha256:" + "a" * 64))
     assert not_runnable(store.phase(CHALLENGE, PHASE), ran) is None
     assert "never ran" in (not_runnable(store.phase(CHALLENGE, PHASE), replace(ran, algorithm=None)) or "")
-    assert "takes predictions" in (not_runnable(store.phase("lung-cancer-prediction", "stage1"), ran) or "")
-    assert "trained model stays on the runner" in (not_runnable(store.phase("lesion-training", "final"), ran) or "")
+    Tree(tree).phase("stage1", submission_kind="predictions")
+    Tree(tree).phase("final", submission_kind="training")
+    assert "takes predictions" in (not_runnable(store.phase(CHALLENGE, "stage1"), ran) or "")
+    assert "trained model stays on the runner" in (not_runnable(store.phase(CHALLENGE, "final"), ran) or "")
 
 
 def test_a_submissions_comment_link_and_pdf_show_where_the_phase_shows_them(phase):
@@ -127,10 +126,11 @@ def test_a_submissions_comment_link_and_pdf_show_where_the_phase_shows_them(phas
     assert shown.title == "T"
 
 
-def test_the_issue_form_carries_an_image_and_nothing_a_phase_requires_beside_it(repo, phase):
+def test_the_issue_form_carries_an_image_and_nothing_a_phase_requires_beside_it(tree, phase):
     assert not_by_form(phase()) is None
     assert not_by_form(phase(supplementary_file_choice="required")) == "a PDF describing the method beside the file"
     assert not_by_form(phase(supplementary_file_choice="off", supplementary_url_choice="required",
                              supplementary_url_label="your preprint")) == \
         "a link to your preprint"
-    assert not_by_form(Store(repo).phase("lung-cancer-prediction", "stage1")) == "a predictions or metrics file"
+    Tree(tree).phase("stage1", submission_kind="predictions")
+    assert not_by_form(Store(tree).phase(CHALLENGE, "stage1")) == "a predictions or metrics file"

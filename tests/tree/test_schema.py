@@ -25,7 +25,7 @@ from runner.tree.policy import window
 from runner.tree.result_model import MEASUREMENTS, SUMMARIES, Result, RunRecord, load_result
 from runner.tree.schema import KINDS, NAMES, json_schema, json_schemas
 from runner.tree.schema_parse import each_problem
-from tests.helpers import CHALLENGE, PHASE, phase_file
+from tests.helpers import CHALLENGE, PHASE, Tree, phase_file
 
 UTC = dt.UTC
 
@@ -196,8 +196,12 @@ def test_a_date_alone_opens_nothing(tmp_path):
 # --- the records keep their shape ------------------------------------------------------------------------------
 
 
-def test_records_are_built_and_copied_as_before(repo):
-    phase = load_phase(phase_file(repo), CHALLENGE)
+def test_records_are_built_and_copied_as_before(tree):
+    Tree(tree).phase(algorithm_time_limit=120, algorithm_resources={"memory": "1g"},
+                     evaluation_resources={"time_limit": 120},
+                     extra_results_columns=[{"path": "aggregates.jaccard.mean", "title": "Jaccard (mean)"},
+                                            {"path": "aggregates.dice.min", "title": "Dice (worst case)"}])
+    phase = load_phase(phase_file(tree), CHALLENGE)
     assert (phase.challenge, phase.slug, phase.score.path, phase.score.title) == (
         CHALLENGE, PHASE, "aggregates.dice.mean", "Dice (mean)")
     assert (phase.algorithm.time_limit, phase.algorithm.memory, phase.evaluation.time_limit) == (120, 1024**3, 120)
@@ -210,8 +214,8 @@ def test_records_are_built_and_copied_as_before(repo):
     assert [p for p, _ in board.phases] == ["t1", "t2"]
 
 
-def test_combined_leaderboards_read_as_phase_weight_pairs(repo):
-    path = repo / "challenges" / CHALLENGE / "challenge.yml"
+def test_combined_leaderboards_read_as_phase_weight_pairs(tree):
+    path = tree / "challenges" / CHALLENGE / "challenge.yml"
     path.write_text(path.read_text() + "combined_leaderboards:\n  - slug: all\n    title: All\n    phases:\n"
                     "      - phase: final-test\n      - phase: other\n        weight: 2\n")
     [board] = load_challenge(path).combined_leaderboards
@@ -244,7 +248,7 @@ def test_schema_command_prints_each_kind_and_all(capsys):
         "challenge", "phase", "submission", "report", "teams", "registration", "approvals", "exclusions"]
 
 
-def test_every_field_says_what_it_means(repo):
+def test_every_field_says_what_it_means(tree):
     for name, schema in json_schemas().items():
         for where, properties in _mappings(schema):
             for field, spec in properties.items():
@@ -266,9 +270,9 @@ def _as_json(data: Any) -> Any:
     return json.loads(json.dumps(data, default=lambda v: v.isoformat()))
 
 
-def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(repo):
+def test_the_example_files_pass_their_json_schema_and_a_mistake_does_not(tree):
     jsonschema = pytest.importorskip("jsonschema")
-    base = repo / "challenges" / CHALLENGE
+    base = tree / "challenges" / CHALLENGE
     files = {
         "challenge": base / "challenge.yml", "phase": base / "phases" / f"{PHASE}.yml",
         "submission": write(base / "submissions" / PHASE / "alice" / "v1.yml",

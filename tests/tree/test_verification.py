@@ -18,19 +18,25 @@ from runner.tree.sealing import new_identity, recipient, seal
 from runner.tree.signing import new_key, signers_line
 from runner.tree.store import Store
 from runner.tree.verification import Verifier, signers_path
-from tests.helpers import CHALLENGE, NOW, PHASE, add_signed_result, commit, edit_yaml, phase_file
+from tests.helpers import CHALLENGE, NOW, PHASE, Tree, add_signed_result, commit, edit_yaml, phase_file
 
 WHEN = "2026-03-01T10:00:00+00:00"
 
+@pytest.fixture
+def tree(tree: Path) -> Path:
+    """The built tree, with the site's templates and mkdocs.yml: this module's tests build pages."""
+    Tree(tree).site()
+    return tree
+
 
 @pytest.fixture
-def signed_repo(repo) -> Path:
+def signed_repo(tree) -> Path:
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
-    store = Store(repo, signer=key)
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(tree, signer=key)
     for participant, dice in (("alice", 0.91), ("bob", 0.84)):
-        add_signed_result(repo, store, participant, dice)
-    return repo
+        add_signed_result(tree, store, participant, dice)
+    return tree
 
 
 def tamper(path: Path, old: str, new: str) -> None:
@@ -49,12 +55,12 @@ def test_what_the_runner_wrote_verifies_and_an_edited_digit_does_not(signed_repo
     assert not check.verified and "changed after the runner signed it" in check.reason
 
 
-def test_a_record_verifies_whatever_numbers_it_holds(repo):
+def test_a_record_verifies_whatever_numbers_it_holds(tree):
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
     for dice in (2**70, -(2**63) - 1, 2**64 - 1, 1e308, -0.0, 1 / 3):  # past 64 bits orjson reads a float
-        record = add_signed_result(repo, Store(repo, signer=key), "alice", dice)
-        assert Verifier.of(repo).check(Store(repo).read_result(record), record).verified, dice
+        record = add_signed_result(tree, Store(tree, signer=key), "alice", dice)
+        assert Verifier.of(tree).check(Store(tree).read_result(record), record).verified, dice
 
 
 def test_provenance_must_agree_with_the_tree(signed_repo):
@@ -118,15 +124,15 @@ def test_without_allowed_signers_results_show_unverified(signed_repo):
     assert "| alice |" in board and "| bob |" in board and "✗ unverified" in board
 
 
-def test_results_scored_on_other_data_rank_apart(repo):
+def test_results_scored_on_other_data_rank_apart(tree):
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
-    store = Store(repo, signer=key)
-    add_signed_result(repo, store, "alice", 0.95, data="sha256:" + "1" * 64, now=NOW)
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(tree, signer=key)
+    add_signed_result(tree, store, "alice", 0.95, data="sha256:" + "1" * 64, now=NOW)
     # The newest: the hidden data changed since alice's.
-    add_signed_result(repo, store, "bob", 0.84, data="sha256:" + "2" * 64, now=NOW + dt.timedelta(days=1))
-    config = SiteConfig.read(repo)
-    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets)
+    add_signed_result(tree, store, "bob", 0.84, data="sha256:" + "2" * 64, now=NOW + dt.timedelta(days=1))
+    config = SiteConfig.read(tree)
+    pages.generate(Store(tree, verifier=Verifier.of(tree)), config.stage, config.templates, config.assets)
     board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
     assert "The hidden data or the evaluation changed during this phase" in board
     assert "data 111111111111, evaluation cccccccccccc: 1 result(s)" in board
@@ -135,9 +141,9 @@ def test_results_scored_on_other_data_rank_apart(repo):
     assert "| alice |" in excluded and "scored on other hidden data" in excluded
     # A newer result that failed before its evaluation ran (it names the evaluation image as pinned, not as
     # built) sets nothing: bob's data still decides.
-    add_signed_result(repo, store, "carol", 0, data="sha256:" + "2" * 64, evaluation_image="ghcr.io/o/e@sha256:"
+    add_signed_result(tree, store, "carol", 0, data="sha256:" + "2" * 64, evaluation_image="ghcr.io/o/e@sha256:"
                       + "f" * 64, status="failed", now=NOW + dt.timedelta(days=2))
-    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets)
+    pages.generate(Store(tree, verifier=Verifier.of(tree)), config.stage, config.templates, config.assets)
     board = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
     assert "| bob |" not in board.split("## Excluded results")[1]
 
@@ -216,20 +222,20 @@ def test_a_deleted_allowed_signers_stops_the_build_instead_of_publishing_unverif
 
 
 @pytest.fixture
-def rerun_repo(repo) -> tuple[Path, Store, bytes]:
+def rerun_repo(tree) -> tuple[Path, Store, bytes]:
     """alice's result, evaluated again (a fixed evaluation scored it lower): the repository, the runner's
     store and the first record's bytes."""
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
-    store = Store(repo, signer=key)
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    record = add_signed_result(repo, store, "alice", 0.95, now=NOW)
-    commit(repo, "2026-03-01T12:00:00+00:00")
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
+    store = Store(tree, signer=key)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tree, check=True)
+    record = add_signed_result(tree, store, "alice", 0.95, now=NOW)
+    commit(tree, "2026-03-01T12:00:00+00:00")
     first = record.read_bytes()
-    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
-    commit(repo, "2026-03-02T12:00:00+00:00", "rerun")
-    assert main(["--root", str(repo), "verify"]) == 0
-    return repo, store, first
+    add_signed_result(tree, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
+    commit(tree, "2026-03-02T12:00:00+00:00", "rerun")
+    assert main(["--root", str(tree), "verify"]) == 0
+    return tree, store, first
 
 
 ALICE = f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"
@@ -237,21 +243,21 @@ ALICE = f"challenges/{CHALLENGE}/results/{PHASE}/alice/v1.json"
 
 @pytest.mark.parametrize("how", ["as it was", "pretty-printed", "merged under a first parent that never saw the rerun"])
 def test_an_older_record_put_back_over_its_rerun_fails_to_verify(rerun_repo, capsys, how):
-    repo, store, first = rerun_repo
+    tree, store, first = rerun_repo
     if how == "merged under a first parent that never saw the rerun":
-        subprocess.run(["git", "checkout", "-q", "-b", "old", "HEAD~1"], cwd=repo, check=True)
-        subprocess.run(["git", "merge", "-q", "-s", "ours", "main", "-m", "merge"], cwd=repo, check=True,
+        subprocess.run(["git", "checkout", "-q", "-b", "old", "HEAD~1"], cwd=tree, check=True)
+        subprocess.run(["git", "merge", "-q", "-s", "ours", "main", "-m", "merge"], cwd=tree, check=True,
                        capture_output=True)
     else:
         text = json.dumps(json.loads(first), indent=4).encode() if how == "pretty-printed" else first
-        (repo / ALICE).write_bytes(text)  # its signature is genuine
-        commit(repo, "2026-03-03T12:00:00+00:00", "restore")
+        (tree / ALICE).write_bytes(text)  # its signature is genuine
+        commit(tree, "2026-03-03T12:00:00+00:00", "restore")
     capsys.readouterr()
-    assert main(["--root", str(repo), "verify"]) == 1
+    assert main(["--root", str(tree), "verify"]) == 1
     assert f"{ALICE}: an older record of its submission put back" in capsys.readouterr().out
-    config = SiteConfig.read(repo)
+    config = SiteConfig.read(tree)
     left: list[str] = []
-    pages.generate(Store(repo, verifier=Verifier.of(repo)), config.stage, config.templates, config.assets,
+    pages.generate(Store(tree, verifier=Verifier.of(tree)), config.stage, config.templates, config.assets,
                    log=left.append)
     assert left and "an older record of its submission put back" in left[0]
     if how != "merged under a first parent that never saw the rerun":  # history reads the first parents
@@ -259,39 +265,39 @@ def test_an_older_record_put_back_over_its_rerun_fails_to_verify(rerun_repo, cap
         rows = {day: [r["participant"] for r in json.loads((snapshots / f"{day}.json").read_text())["rows"]]
                 for day in ("2026-03-01", "2026-03-03")}
         assert rows == {"2026-03-01": ["alice"], "2026-03-03": []}  # genuine then, put back since
-        assert main(["--root", str(repo), "leaderboard", CHALLENGE, PHASE, "--format", "json", "--as-of",
+        assert main(["--root", str(tree), "leaderboard", CHALLENGE, PHASE, "--format", "json", "--as-of",
                      "2026-03-03"]) == 0
         assert json.loads(capsys.readouterr().out) == []
     # Evaluated again, it verifies.
-    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=3))
-    commit(repo, "2026-03-04T12:00:00+00:00", "rerun")
-    assert main(["--root", str(repo), "verify"]) == 0
+    add_signed_result(tree, store, "alice", 0.81, now=NOW + dt.timedelta(days=3))
+    commit(tree, "2026-03-04T12:00:00+00:00", "rerun")
+    assert main(["--root", str(tree), "verify"]) == 0
 
 
 def test_a_record_of_the_future_made_by_hand_does_not_unseat_the_genuine_one(rerun_repo):
-    repo, _, _ = rerun_repo
-    genuine = (repo / ALICE).read_bytes()
+    tree, _, _ = rerun_repo
+    genuine = (tree / ALICE).read_bytes()
     forged = json.loads(genuine)
     forged["provenance"]["signed_at"] = "2030-01-01T00:00:00+00:00"
-    (repo / ALICE).write_text(json.dumps(forged))
-    commit(repo, "2026-03-03T12:00:00+00:00", "forged")
-    (repo / ALICE).write_bytes(genuine)
-    commit(repo, "2026-03-04T12:00:00+00:00", "genuine again")
-    assert main(["--root", str(repo), "verify"]) == 0
+    (tree / ALICE).write_text(json.dumps(forged))
+    commit(tree, "2026-03-03T12:00:00+00:00", "forged")
+    (tree / ALICE).write_bytes(genuine)
+    commit(tree, "2026-03-04T12:00:00+00:00", "genuine again")
+    assert main(["--root", str(tree), "verify"]) == 0
 
 
-def test_a_sealed_record_put_back_beside_a_newer_public_one_fails(repo, tmp_path, capsys):
+def test_a_sealed_record_put_back_beside_a_newer_public_one_fails(tree, tmp_path, capsys):
     secret, public = new_identity()
     (tmp_path / "key").write_text(secret + "\n")
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
-    edit_yaml(phase_file(repo), blind=True)
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=public)
-    store = Store(repo, signer=key, keys=Keys())
-    record = add_signed_result(repo, store, "alice", 0.95, now=NOW)
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
+    edit_yaml(phase_file(tree), blind=True)
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", publish_key=public)
+    store = Store(tree, signer=key, keys=Keys())
+    record = add_signed_result(tree, store, "alice", 0.95, now=NOW)
     old_sealed = sealed_path(record).read_bytes()
-    add_signed_result(repo, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
-    args = ["--root", str(repo), "verify", "--identity", str(tmp_path / "key")]
+    add_signed_result(tree, store, "alice", 0.81, now=NOW + dt.timedelta(days=1))
+    args = ["--root", str(tree), "verify", "--identity", str(tmp_path / "key")]
     assert main(args) == 0
     sealed_path(record).write_bytes(old_sealed)
     assert main(args) == 1
@@ -342,49 +348,49 @@ def test_the_build_says_when_the_keys_are_not_pinned(signed_repo, capsys, monkey
 
 
 def test_what_a_writer_leaves_in_a_files_history_cannot_unseat_or_hide(rerun_repo, capsys):
-    repo, store, first = rerun_repo
-    git = lambda *args: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    tree, store, first = rerun_repo
+    git = lambda *args: subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True)  # noqa: E731
     # bob's genuine record, signed later, committed at alice's path and reverted: it is no record of hers.
-    bob = add_signed_result(repo, store, "bob", 0.5, now=NOW + dt.timedelta(days=5))
-    genuine = (repo / ALICE).read_bytes()
-    (repo / ALICE).write_bytes(bob.read_bytes())
-    commit(repo, "2026-03-03T12:00:00+00:00", "bob's record at alice's path")
-    (repo / ALICE).write_bytes(genuine)
-    commit(repo, "2026-03-03T13:00:00+00:00", "reverted")
+    bob = add_signed_result(tree, store, "bob", 0.5, now=NOW + dt.timedelta(days=5))
+    genuine = (tree / ALICE).read_bytes()
+    (tree / ALICE).write_bytes(bob.read_bytes())
+    commit(tree, "2026-03-03T12:00:00+00:00", "bob's record at alice's path")
+    (tree / ALICE).write_bytes(genuine)
+    commit(tree, "2026-03-03T13:00:00+00:00", "reverted")
     # A submodule's commit recorded where a result was: no blob to read, no traceback.
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout.strip()
     link = f"challenges/{CHALLENGE}/results/{PHASE}/carol/v1.json"
     git("update-index", "--add", "--cacheinfo", f"160000,{head},{link}")
     git("commit", "-q", "-m", "a gitlink")
     git("rm", "-q", "--cached", link)
     git("commit", "-q", "-m", "gone")
-    assert main(["--root", str(repo), "verify"]) == 0
-    (repo / ALICE).write_bytes(first)  # and the old record put back is still found
-    commit(repo, "2026-03-04T12:00:00+00:00", "restore")
-    assert main(["--root", str(repo), "verify"]) == 1
+    assert main(["--root", str(tree), "verify"]) == 0
+    (tree / ALICE).write_bytes(first)  # and the old record put back is still found
+    commit(tree, "2026-03-04T12:00:00+00:00", "restore")
+    assert main(["--root", str(tree), "verify"]) == 1
     assert "an older record of its submission put back" in capsys.readouterr().out
-    assert main(["--root", str(repo), "build", "--pages-only"]) == 0
+    assert main(["--root", str(tree), "build", "--pages-only"]) == 0
 
 
 def test_a_participant_folder_made_a_link_fails(rerun_repo, capsys):
-    repo, _, _ = rerun_repo
-    results = repo / "challenges" / CHALLENGE / "results" / PHASE
-    (results / "alice").rename(repo / "stash")
-    (results / "alice").symlink_to(repo / "stash")
-    assert main(["--root", str(repo), "verify"]) == 1
+    tree, _, _ = rerun_repo
+    results = tree / "challenges" / CHALLENGE / "results" / PHASE
+    (results / "alice").rename(tree / "stash")
+    (results / "alice").symlink_to(tree / "stash")
+    assert main(["--root", str(tree), "verify"]) == 1
     assert f"{ALICE}: its file, or a folder above it, is a link" in capsys.readouterr().out
 
 
-def test_a_runners_copy_replaced_by_another_runners_rerun_is_not_used(repo, tmp_path):
+def test_a_runners_copy_replaced_by_another_runners_rerun_is_not_used(tree, tmp_path):
     key = new_key()
-    signers_path(repo).write_text(signers_line("gpu-1", key) + "\n")
-    edit_yaml(phase_file(repo), blind=True)
-    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
-    first = Store(repo, signer=key, withheld=tmp_path / "runner-a")  # keeps its own copies
-    record = add_signed_result(repo, first, "alice", 0.95, now=NOW)
-    add_signed_result(repo, Store(repo, signer=key, withheld=tmp_path / "runner-b"), "alice", 0.81,
+    signers_path(tree).write_text(signers_line("gpu-1", key) + "\n")
+    edit_yaml(phase_file(tree), blind=True)
+    edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", publish_key=new_identity()[1])
+    first = Store(tree, signer=key, withheld=tmp_path / "runner-a")  # keeps its own copies
+    record = add_signed_result(tree, first, "alice", 0.95, now=NOW)
+    add_signed_result(tree, Store(tree, signer=key, withheld=tmp_path / "runner-b"), "alice", 0.81,
                       now=NOW + dt.timedelta(days=1))
-    runner_a = Store(repo, withheld=tmp_path / "runner-a", verifier=Verifier.of(repo))
+    runner_a = Store(tree, withheld=tmp_path / "runner-a", verifier=Verifier.of(tree))
     public, whole = runner_a.read_records(record)
     assert whole is public  # runner A's stale copy is not the record now
     [(_, _, check)] = runner_a.checked(CHALLENGE, PHASE)

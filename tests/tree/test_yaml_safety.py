@@ -103,17 +103,17 @@ def probe(how: str, root: Path, rel: str) -> tuple[list[str], dict[str, float]]:
 # --- expansion bombs ---------------------------------------------------------------------------------
 
 
-def test_billion_laughs_is_refused_fast_and_small_by_challenge_check(repo):
-    path = write(repo / SUBMISSION, billion_laughs())
+def test_billion_laughs_is_refused_fast_and_small_by_challenge_check(tree):
+    path = write(tree / SUBMISSION, billion_laughs())
     assert path.stat().st_size < 500
-    printed, figures = probe("cli", repo, SUBMISSION)
+    printed, figures = probe("cli", tree, SUBMISSION)
     assert printed == [f"{path.resolve()}:2: {NO_ALIASES}"]
     assert figures["rc"] == 1 and figures["seconds"] < 1 and figures["peak"] < 100 * MIB, figures
 
 
-def test_billion_laughs_is_refused_fast_and_small_in_a_pull_request(repo):
-    write(repo / SUBMISSION, billion_laughs())
-    printed, figures = probe("rules", repo, SUBMISSION)
+def test_billion_laughs_is_refused_fast_and_small_in_a_pull_request(tree):
+    write(tree / SUBMISSION, billion_laughs())
+    printed, figures = probe("rules", tree, SUBMISSION)
     assert printed == [f"{SUBMISSION}:2: {NO_ALIASES}"]
     assert figures["rc"] == 1 and figures["seconds"] < 1 and figures["peak"] < 100 * MIB, figures
 
@@ -182,11 +182,11 @@ def test_a_huge_flat_document_stops_at_the_value_bound(tmp_path):
 # --- size --------------------------------------------------------------------------------------------
 
 
-def test_a_20_mb_comment_file_is_refused_by_size(repo):
-    path = write(repo / SUBMISSION, b"# lol\n" * (20 * MIB // 6))
+def test_a_20_mb_comment_file_is_refused_by_size(tree):
+    path = write(tree / SUBMISSION, b"# lol\n" * (20 * MIB // 6))
     size = path.stat().st_size
     assert refusal(path) == f"{path}: is {size} bytes; at most 65536 are allowed"
-    assert main(["--root", str(repo), "check", str(path)]) == 1
+    assert main(["--root", str(tree), "check", str(path)]) == 1
     assert proposed(path.read_bytes()) == f"{SUBMISSION}: is {size} bytes; at most 65536 are allowed"
 
 
@@ -209,9 +209,9 @@ def test_organizer_files_may_be_larger_than_participant_files(tmp_path):
 # --- bytes and characters ----------------------------------------------------------------------------
 
 
-def test_non_utf8_bytes_name_their_line(repo):
+def test_non_utf8_bytes_name_their_line(tree):
     content = b"phase: final-test\ntitle: caf\xe9\nimage: x\n"
-    path = write(repo / SUBMISSION, content)
+    path = write(tree / SUBMISSION, content)
     assert refusal(path) == f"{path}:2: is not UTF-8 text: byte 0xe9 cannot be decoded"
     assert proposed(content) == f"{SUBMISSION}:2: is not UTF-8 text: byte 0xe9 cannot be decoded"
 
