@@ -24,6 +24,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,8 @@ from runner.tree.submission_model import ImageArchive
 
 ENV_RUNNER_KEY = variable("runner_key_text")
 DOWNLOADER = "runner.tree.download"  # each request, in a process of its own (see there)
+PACKAGE_ROOT = Path(download.__file__).resolve().parents[2]  # where the child finds the package
+CHILD = f"import sys; sys.path.insert(0, sys.argv.pop(1)); from {DOWNLOADER} import main; main()"
 POLL_S = 0.5  # how often the runner looks at a download's progress
 MAX_FAILED_TRIES = 6  # tries in a row without progress (each run of the queue makes up to 3)
 MAX_TRIES = 30  # tries in all, progress or not (one new byte per try must not keep it pending for ever)
@@ -118,27 +121,35 @@ class _Ledger:
 def _fetched(url: str, part: Path, *, ledger: Path, max_bytes: int, allow_local: bool, pace: Pace) -> None:
     """`fetch`, within bounds across every try and run, so nothing a server does keeps a submission pending
     for ever: `pace.deadline_s` in all, MAX_FAILED_TRIES tries in a row without progress, MAX_TRIES in
-    all. What fails for the submission takes its part and ledger with it."""
+    all, whatever ended each try (an error of the runner's, or one nobody foresaw). What fails for the
+    submission takes its part and ledger with it."""
     spent = _Ledger.read(ledger)
     before, started = download.size(part), time.monotonic()
     try:
         fetch(url, part, max_bytes=max_bytes, allow_local=allow_local, pace=pace, spent_s=spent.spent_s)
-    except RunnerError as exc:
-        if not exc.transient:
-            raise
-        progressed = download.size(part) > before
-        spent = _Ledger(spent.tries + 1, 0 if progressed else spent.stalled + 1,
-                        spent.spent_s + time.monotonic() - started)
-        if spent.stalled >= MAX_FAILED_TRIES or spent.tries >= MAX_TRIES:
-            _forget(part, ledger)
-            raise SubmissionFailure(f"Image archive could not be downloaded in {spent.tries} tries (the last: {exc}); "
-                                    "host it where the runner can reach it") from None
-        ledger.write_text(json.dumps(asdict(spent)))
-        raise
     except SubmissionFailure:
         _forget(part, ledger)
         raise
+    except RunnerError as exc:
+        _failed_try(exc, part, ledger=ledger, spent=spent, before=before, started=started)
+        raise
+    except Exception as exc:  # a bug, or a server's answer nobody foresaw: a failed try all the same
+        failure = RunnerError(f"Image archive: the download failed ({printable(download.why(exc), 300)})",
+                              transient=True)
+        _failed_try(failure, part, ledger=ledger, spent=spent, before=before, started=started)
+        raise failure from exc
     ledger.unlink(missing_ok=True)
+
+
+def _failed_try(exc: RunnerError, part: Path, *, ledger: Path, spent: _Ledger, before: int, started: float) -> None:
+    """One more try in the ledger; the submission's failure once too many made no progress, or too many in all."""
+    progressed = download.size(part) > before
+    spent = _Ledger(spent.tries + 1, 0 if progressed else spent.stalled + 1, spent.spent_s + time.monotonic() - started)
+    if spent.stalled >= MAX_FAILED_TRIES or spent.tries >= MAX_TRIES:
+        _forget(part, ledger)
+        raise SubmissionFailure(f"Image archive could not be downloaded in {spent.tries} tries (the last: {exc}); "
+                                "host it where the runner can reach it") from None
+    ledger.write_text(json.dumps(asdict(spent)))
 
 
 def _forget(part: Path, ledger: Path) -> None:
@@ -214,8 +225,8 @@ def _in_child(target: download.Target, part: Path, *, have: int, max_bytes: int,
     falls below `pace`; its answer, as `download.request` gives it."""
     ask = {"url": target.url, "address": target.address, "name": target.name, "port": target.port,
            "part": str(part), "offset": have, "max_bytes": max_bytes}
-    child = subprocess.Popen([sys.executable, "-m", DOWNLOADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(_child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=_child_environment())
     try:
         assert child.stdin is not None and child.stdout is not None
         child.stdin.write(json.dumps(ask))
@@ -234,6 +245,18 @@ def _in_child(target: download.Target, part: Path, *, have: int, max_bytes: int,
         raise RunnerError(f"Image archive: the download process ended without an answer (exit {child.returncode})",
                           transient=True) from None
     return answer if isinstance(answer, dict) else {}
+
+
+def _child_command() -> list[str]:
+    """The downloader, isolated (-I: no PYTHON* variables, no user site, not the working directory on
+    sys.path), importing this very package from where the runner found it."""
+    return [sys.executable, "-I", "-c", CHILD, str(PACKAGE_ROOT)]
+
+
+def _child_environment() -> dict[str, str]:
+    """What a process that parses a stranger's HTTP may see of the runner's environment: no secret (the
+    runner's key, tokens), no proxy; a PATH and a locale alone."""
+    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
 
 
 def _paced(child: subprocess.Popen[str], part: Path, pace: Pace, started: float) -> bool:

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.codekey import file_sha256
-from runner.errors import ChallengeError, Retry
+from runner.errors import ChallengeError, Retry, printable
 from runner.tree.download import DownloadError, Progress, Target, fetch, request
 from runner.tree.model import URL, Challenge, Dataset, url_file
 from runner.tree.paths import TreePaths
+from runner.tree.schema_types import NAME
 from runner.tree.sealing import Identity, Recipient, SealError, seal, unseal
 
 ACCESS = "data-access"
@@ -46,7 +47,13 @@ class Source:
 
     @property
     def file(self) -> str:
-        return self.dataset.file or url_file(self.url) or self.dataset.name
+        """The file name it is saved as: its own, the URL's last part, or else its name where that is one
+        (a single path component of letters, digits, '-', '_' and '.')."""
+        name = self.dataset.file or url_file(self.url) or self.dataset.name
+        if not NAME.fullmatch(name):
+            raise DataError(f"{printable(self.dataset.name, 200)}: its URL does not end in a file name and its name "
+                            "is not one (letters, digits, '-', '_', '.'); set its file: in challenge.yml")
+        return name
 
 
 def access_file(paths: TreePaths, slug: str, login: str) -> Path:
@@ -73,6 +80,9 @@ def download(source: Source, dest: Path, *, progress: Progress = lambda done, to
              retry: Retry = Retry(attempts=5, first=1.0), log: Callable[[str], None] = lambda line: None) -> Path:
     """`source` saved and verified under `dest`; a verified file already there is kept as it is."""
     target = dest / source.file
+    if target.parent != dest or target.name in ("", ".", ".."):  # what `file` checks: never outside dest
+        raise DataError(f"{printable(source.dataset.name, 200)}: {printable(source.file, 200)!r} is not a file "
+                        f"name in {dest}")
     if target.is_file() and file_sha256(target) == source.dataset.sha256:
         progress(target.stat().st_size, target.stat().st_size)
         return target
@@ -90,12 +100,15 @@ def download(source: Source, dest: Path, *, progress: Progress = lambda done, to
 
 def _fetch(source: Source, part: Path, progress: Progress) -> None:
     """One try: the rest of `part` (or all of it), appended as it arrives. The organizer's URL may name a
-    private address (data on an intranet); there is no size limit but the pinned sha256."""
+    private address (data on an intranet), through the environment's proxies (HTTP_PROXY, HTTPS_PROXY,
+    NO_PROXY), TLS trusting the system's roots (and SSL_CERT_FILE, SSL_CERT_DIR); there is no size limit
+    but the pinned sha256."""
     def one(target: Target, have: int) -> dict[str, Any]:
-        return request(target, part, offset=have, max_bytes=None, read_timeout_s=TIMEOUT_S, progress=progress)
+        return request(target, part, offset=have, max_bytes=None, read_timeout_s=TIMEOUT_S, progress=progress,
+                       system_trust=True)
 
     try:
-        fetch(source.url, part, allow_private=True, max_bytes=None, request=one)
+        fetch(source.url, part, allow_private=True, max_bytes=None, request=one, proxied=True)
     except DownloadError as exc:
         raise _failure(source, exc) from None
 

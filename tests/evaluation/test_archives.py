@@ -8,16 +8,18 @@ import http.server
 import io
 import ipaddress
 import json
+import os
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyrage
 import pytest
 
 from runner.errors import Retry
+from runner.evaluation import archives
 from runner.evaluation.archives import MAX_TRIES, Pace
 from runner.evaluation.job import RunnerConfig, evaluate
 from runner.evaluation.queue import evaluation_image, run_jobs
@@ -40,12 +42,21 @@ class Server:
         self.answer: int | None = None  # then it answers every request with this status
         self.drip: int | None = None  # then each request gets this many more bytes, and the connection is cut
         self.seen: list[dict[str, str]] = []  # each request's headers
+        self.redirect: str | None = None  # then it answers every request with a redirect there
+        self.on_request: Callable[[], object] = lambda: None  # called as each request arrives
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.requests.append((self.path, self.headers.get("Range")))
                 server.seen.append(dict(self.headers))
+                server.on_request()
+                if server.redirect is not None:
+                    self.send_response(302)
+                    self.send_header("Location", server.redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if server.headers_trickle_s is not None:
                     for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"x" * 10**6:
                         self.wfile.write(bytes([byte]))
@@ -59,6 +70,8 @@ class Server:
                 data = path.read_bytes()
                 start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
                 self.send_response(206 if start else 200)
+                if start:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
                 self.send_header("Content-Length", str(len(data) - start))
                 self.end_headers()
                 if server.trickle_s is not None:
@@ -307,6 +320,74 @@ def test_the_deadline_counts_every_try(fake_world, server, tmp_path):
     ("64:ff9b::808:808", True), ("2002:808:808::1", True)])
 def test_an_ipv4_address_inside_an_ipv6_one_is_judged_as_itself(address, public):
     assert download.public(ipaddress.ip_address(address)) is public
+
+
+def test_a_try_that_ends_in_an_error_nobody_foresaw_counts_as_a_failed_try(fake_world, server, tmp_path,
+                                                                            monkeypatch):
+    """An error outside every handler (a malformed redirect once raised ValueError) left no mark in the
+    ledger: the submission stayed pending for ever, tried again on every run. Now it counts like any."""
+    repo, fake, data, _ = fake_world
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("Invalid IPv6 URL")
+
+    monkeypatch.setattr(download, "fetch", broken)
+    submit_archive(repo, "alice", f"{server.url}/algo.tar", "0" * 64)
+    config = RunnerConfig(data_root=data, allow_local_images=True, cache_dir=tmp_path / "cache")
+    store, reports = run_fake(repo, fake, config)
+    assert reports[0].status == "error" and "the download failed (ValueError: Invalid IPv6 URL)" in reports[0].detail
+    store, reports = run_fake(repo, fake, config)
+    assert [r.status for r in reports] == ["failed"]
+    assert store.results(CHALLENGE, PHASE)[0].error == (
+        "Image archive could not be downloaded in 6 tries (the last: Image archive: the download failed (ValueError: "
+        "Invalid IPv6 URL)); host it where the runner can reach it")
+
+
+def test_a_redirect_to_a_malformed_address_is_the_submissions_failure(fake_world, server, tmp_path):
+    repo, fake, data, _ = fake_world
+    (server.folder / "away").write_text("")
+    server.redirect = "http://[::1/x"
+    submit_archive(repo, "alice", f"{server.url}/away", "0" * 64)
+    store, reports = run_fake(repo, fake, RunnerConfig(data_root=data, allow_local_images=True))
+    assert [r.status for r in reports] == ["failed"]
+    assert store.results(CHALLENGE, PHASE)[0].error == (
+        f"Image archive: {server.url + '/away'!r} redirects to 'http://[::1/x', which has no valid host and port")
+
+
+def test_the_download_process_sees_no_secret_no_proxy_and_not_the_working_directory(server, tmp_path, monkeypatch):
+    """It parses a stranger's HTTP: it gets PATH and a locale, not the runner's key or tokens, nor a proxy;
+    modules in the working directory or PYTHONPATH are not imported; it still imports the package."""
+    (server.folder / "algo.tar").write_bytes(b"archive bytes")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    for module in ("json", "urllib3", "runner"):
+        (planted / f"{module}.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'a').write('{module}')\n")
+    monkeypatch.chdir(planted)
+    monkeypatch.setenv("PYTHONPATH", str(planted))
+    monkeypatch.setenv("CHALLENGE_RUNNER_KEY", "AGE-SECRET-KEY-1NOTREALLY")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_notreally")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing there: the archive must not go through it
+    server.on_request = lambda: seen.extend(child_environments())
+    seen: list[dict[str, str]] = []
+    archives.fetch(f"{server.url}/algo.tar", tmp_path / "algo.part", max_bytes=10**6, allow_local=True)
+    assert (tmp_path / "algo.part").read_bytes() == b"archive bytes"
+    assert not (tmp_path / "imported").exists()
+    assert len(seen) == 1 and set(seen[0]) <= {"PATH", "LANG"}, seen
+
+
+def child_environments() -> list[dict[str, str]]:
+    """The environment of each process this one started that runs the downloader (read from /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            parent = int((proc / "stat").read_text().rpartition(")")[2].split()[1])
+            command = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and archives.DOWNLOADER.encode() in command:
+            found.append(dict(line.split("=", 1) for line in environ.decode().split("\0") if "=" in line))
+    return found
 
 
 def test_the_download_asks_for_the_file_as_it_is_from_the_address_checked(server, tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import TypeAdapter
 
 from runner.cli import main
 from runner.errors import Retry
@@ -24,9 +25,11 @@ from runner.site.build import SiteConfig
 from runner.tree.datasets import DataError, Source, download, sources
 from runner.tree.loading import load_challenge
 from runner.tree.located import ModelError
+from runner.tree.model import Dataset
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO
 from tests.helpers import CHALLENGE, REPO
+from tests.tree.test_download import tls_server  # noqa: F401 (a fixture)
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
 DIGEST = hashlib.sha256(DATA).hexdigest()
@@ -42,7 +45,9 @@ class Files:
     cuts: int = 0
     cut_at: int = 0
     ignore_range: bool = False
+    bare_206: bool = False  # then a range comes back as a 206 that does not say where it starts
     ranges: list[str | None] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
 
 
 def handler(files: Files) -> type[http.server.BaseHTTPRequestHandler]:
@@ -54,6 +59,7 @@ def handler(files: Files) -> type[http.server.BaseHTTPRequestHandler]:
             body = files.content.get(self.path)
             asked = self.headers.get("Range")
             files.ranges.append(asked)
+            files.paths.append(self.path)
             if body is None:
                 self.send_error(404)
                 return
@@ -64,7 +70,7 @@ def handler(files: Files) -> type[http.server.BaseHTTPRequestHandler]:
                 self.end_headers()
                 return
             self.send_response(206 if start else 200)
-            if start:
+            if start and not files.bare_206:
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             self.send_header("Content-Length", str(len(body) - start))
             self.send_header("Accept-Ranges", "bytes")
@@ -201,6 +207,65 @@ def test_a_server_that_ignores_range_sends_it_all_again(repo, server, tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.bin.part").write_bytes(b"stale bytes")
     assert download(source_of(repo), tmp_path / "data", retry=NO_WAIT).read_bytes() == DATA
+
+
+def test_a_part_that_does_not_say_where_it_starts_is_never_appended(repo, server, tmp_path):
+    """A 206 without Content-Range was once appended to the part as if it were the rest: now the part
+    starts over, and the next try asks for the whole file."""
+    url, files = server
+    files.content["/train.bin"] = DATA
+    files.bare_206 = True
+    add_data(repo, open_set(url))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.bin.part").write_bytes(DATA[:1000])
+    assert download(source_of(repo), tmp_path / "data", retry=NO_WAIT).read_bytes() == DATA
+    assert files.ranges == ["bytes=1000-", None]
+
+
+def dataset(url: str, *, name: str = "Training set", body: bytes = DATA) -> Source:
+    found = TypeAdapter(Dataset).validate_python({"name": name, "url": url, "size": len(body),
+                                                  "sha256": hashlib.sha256(body).hexdigest()})
+    return Source(found, url)
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", "..", "/etc/evil"])
+def test_a_name_that_is_not_a_file_name_is_never_a_path(tmp_path, name):
+    """A link that ends in / (a gated data set's, from the organizer's links file) once saved the file
+    under the data set's name: free text, so ../../evil wrote outside the destination."""
+    with pytest.raises(DataError) as caught:
+        download(dataset("https://example.org/", name=name), tmp_path / "data", retry=NO_WAIT)
+    assert str(caught.value).endswith("its URL does not end in a file name and its name is not one (letters, digits, "
+                                      "'-', '_', '.'); set its file: in challenge.yml")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_name_that_is_a_file_name_names_the_file(server, tmp_path):
+    url, files = server
+    files.content["/"] = DATA
+    assert download(dataset(f"{url}/", name="train.bin"), tmp_path / "data", retry=NO_WAIT) == (
+        tmp_path / "data" / "train.bin")
+
+
+def test_data_sets_go_through_the_environments_proxy(server, tmp_path, monkeypatch):
+    """As urllib did before the one downloader: HTTP_PROXY names the proxy (here the test server, which
+    serves what it is asked for by its path), NO_PROXY the hosts reached directly."""
+    url, files = server
+    files.content["http://data.invalid/train.bin"] = DATA
+    for name in ("http_proxy", "no_proxy", "all_proxy", "NO_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", url)
+    assert download(dataset("http://data.invalid/train.bin"), tmp_path / "data", retry=NO_WAIT).read_bytes() == DATA
+    assert files.paths == ["http://data.invalid/train.bin"]
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    files.content["/direct.bin"] = DATA
+    assert download(dataset(f"{url}/direct.bin"), tmp_path / "direct", retry=NO_WAIT).read_bytes() == DATA
+
+
+def test_data_sets_trust_the_systems_certificates(tls_server, tmp_path, monkeypatch):  # noqa: F811
+    url, cert = tls_server
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert download(dataset(url, body=b"secure"), tmp_path / "data", retry=NO_WAIT).read_bytes() == b"secure"
 
 
 def test_a_file_that_is_not_the_pinned_one_is_removed(repo, server, tmp_path):
