@@ -27,7 +27,7 @@ from runner.execution import certificates
 from runner.execution.docker_engine import DockerEngine
 from runner.execution.measure import nvml_readers
 from runner.execution.sandbox import Executor
-from runner.execution.trusted import TrustedImages
+from runner.execution.trusted import ImageFiles, TrustedImages
 from runner.settings import Settings, add_options, variable
 from runner.tree.sealing import Identity, identities, read_identity_file
 from runner.tree.store import Store
@@ -43,6 +43,7 @@ RUNNER_OPTIONS = ("data_root", "allow_local_images", "base_image", "runtime", "g
 # Where a runner host keeps what must outlive one workflow job (a job's checkout is cleaned each time):
 # cache/, logs/, training/ (to resume training) and preserved/. Default: ROOT/build.
 TRUSTED_IMAGES = "trusted-images.json"  # in the state folder: the IDs of the images this runner built or chose
+IMAGE_FILES = "image-files"  # in the state folder: each image's /etc/passwd and /etc/group, by image ID
 STYLES = {"succeeded": "green", "failed": "red", "error": "bold red", "skipped": "dim", "busy": "yellow"}
 
 
@@ -137,6 +138,7 @@ def runner_engine(settings: Settings, *, root: Path, gpus: tuple[str, ...] = ())
     readers = nvml_readers(gpus) if gpus else {}
     return DockerEngine(gpu_reader=readers.__getitem__ if readers else None,
                         trusted=TrustedImages(settings.state(root) / TRUSTED_IMAGES),
+                        image_files=ImageFiles(settings.state(root) / IMAGE_FILES),
                         build_certificates=build_certificates(settings))
 
 

@@ -24,14 +24,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner import __version__
 from runner.codekey import file_sha256
 from runner.errors import printable
 from runner.evaluation import grand_challenge as gc
-from runner.evaluation import training
-from runner.evaluation.archives import Pace, archive_image, load_preserved
 from runner.evaluation.cache import DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, OutputCache
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.evaluation.metrics import UnreadableJson, read_metrics
@@ -46,6 +44,10 @@ from runner.tree.result_model import MEASUREMENTS, SUMMARIES, Measurement, Resul
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
 from runner.tree.submission_model import Submission, details_of
+
+if TYPE_CHECKING:  # imported where used: a job of an image reference, not a training phase, needs neither
+    from runner.evaluation import training
+    from runner.evaluation.archives import Pace
 
 __all__ = ["GROUND_TRUTH", "ContainerFailed", "RunnerConfig", "RunnerError", "SubmissionFailure",
            "evaluate", "predict", "read_metrics", "unpack_predictions"]
@@ -76,7 +78,7 @@ class RunnerConfig:
     cache_max_age_s: float = DEFAULT_MAX_AGE_S
     runner_keys: tuple[Identity, ...] = ()  # opens image archives encrypted to this runner's public key
     archive_max_bytes: int = ARCHIVE_MAX_BYTES
-    download_pace: Pace = field(default_factory=Pace)  # how slow an archive's server may be
+    download_pace: Pace = field(default_factory=lambda: _pace())  # how slow an archive's server may be
     # Training phases: each submission's checkpoints, model and time spent, kept across runner restarts.
     training_dir: Path | None = None
     preserved_dir: Path | None = None  # archives of algorithm images kept on this runner (`challenge preserve`)
@@ -244,6 +246,8 @@ class Job:
     def _train(self, image_id: str) -> RunRecord:
         """Type 3: the image trained on the hidden training data (resumed, or reused when done);
         the predict runs then mount its model read-only."""
+        from runner.evaluation import training  # training phases only
+
         phase, root = self.phase, self.config.training_dir or self.tmp / "training"
         self._gpus(phase.training.gpus)  # the record says which GPU(s) it trained on
         folder = training.TrainingFolder(root.joinpath(*self.submission.key.split("/")))
@@ -263,6 +267,8 @@ class Job:
 
     def _algorithm_image(self) -> tuple[str, str]:
         """The submitted reference (image or archive URL) and the local image ID to run."""
+        from runner.evaluation.archives import archive_image, load_preserved  # archives, and the preserved fallback
+
         archive = self.submission.image_archive
         if archive is not None:
             folder = (self.config.cache_dir or self.tmp) / "archives"
@@ -639,6 +645,13 @@ def _writable(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o777)
     return path
+
+
+def _pace() -> Pace:
+    """The default pace of archive downloads (`archives` is imported by the jobs that download one)."""
+    from runner.evaluation.archives import Pace
+
+    return Pace()
 
 
 def _now() -> dt.datetime:

@@ -56,7 +56,7 @@ from runner.execution.sandbox import (
     SandboxError,
     process_alive,
 )
-from runner.execution.trusted import TrustedImages
+from runner.execution.trusted import ImageFiles, TrustedImages
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
 OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
@@ -210,11 +210,12 @@ class DockerEngine:
 
     def __init__(self, client: docker.DockerClient | None = None, *, keeper_image: str | None = None,
                  gpu_reader: GpuReader | None = None, trusted: TrustedImages | None = None,
-                 build_certificates: bytes | None = None):
+                 build_certificates: bytes | None = None, image_files: ImageFiles | None = None):
         self._client = client
         self.build_certificates = build_certificates  # a CA bundle every build trusts (see `certificates`)
         self.keeper_image = keeper_image
         self.trusted = trusted or TrustedImages()  # the IDs of the images this runner made or chose
+        self.image_files = image_files or ImageFiles()  # what `run_as` read of images, by ID
         self.gpu_reader = gpu_reader
         self._idle: dict[tuple[int, str], list[DockerOutputArea]] = {}
         self._broken: list[DockerOutputArea] = []  # could not be emptied in the background: closed at close()
@@ -279,7 +280,7 @@ class DockerEngine:
         the digest it arrived with, so runs use an ID that no tag can swap."""
         with engine_errors(f"looking up {ref}"):
             try:
-                return _id(self.client.images.get(ref))
+                return self._known(self.client.images.get(ref))
             except docker.errors.ImageNotFound:
                 if "@sha256:" not in ref:
                     raise SandboxError(f"image {ref} is not on this runner") from None
@@ -288,6 +289,12 @@ class DockerEngine:
         if ref not in image.attrs.get("RepoDigests", []):
             raise SandboxError(f"the pulled image does not carry the digest {ref}")
         return _id(image)
+
+    def _known(self, image: Model) -> str:
+        """The image's ID; its configuration kept (`_config`), as the engine's answer holds it already."""
+        image_id = _id(image)
+        self._configs.setdefault(image_id, image.attrs.get("Config") or {})
+        return image_id
 
     def build(self, folder: Path, *, name: str, base: str | None, args: Mapping[str, str] | None = None,
               extra_context: Mapping[str, Path] | None = None) -> str:
@@ -372,7 +379,7 @@ class DockerEngine:
         if image not in self._users:
             declared = str(self._config(image).get("User") or "")
             try:
-                passwd, group = self._image_files(image, "/etc/passwd", "/etc/group")
+                passwd, group = self._kept_files(image, ("/etc/passwd", "/etc/group"))
                 self._users[image] = users.run_as(declared, passwd=passwd, group=group)
             except users.RefusedUser as exc:
                 raise SandboxError(str(exc)) from None
@@ -387,6 +394,14 @@ class DockerEngine:
         if image.startswith("sha256:"):
             self._configs[image] = config
         return config
+
+    def _kept_files(self, image: str, paths: tuple[str, ...]) -> list[str | None]:
+        """`_image_files`, read once per image ID (see `ImageFiles`): an ID's files never change."""
+        kept = self.image_files.get(image, paths)
+        if kept is None:
+            kept = self._image_files(image, *paths)
+            self.image_files.put(image, paths, kept)
+        return kept
 
     def _image_files(self, image: str, *paths: str) -> list[str | None]:
         """Small text files of an image, each None where absent; RefusedUser for one that is not a plain

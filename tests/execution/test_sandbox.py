@@ -14,8 +14,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.execution.docker_engine import CHECKOUT, LABEL, OWNER
-from runner.execution.sandbox import NOBODY_GID, Mount, RunAs, RunSpec, SandboxError
+from runner.execution.docker_engine import CHECKOUT, LABEL, OWNER, DockerEngine
+from runner.execution.sandbox import NOBODY, NOBODY_GID, Mount, RunAs, RunSpec, SandboxError
+from runner.execution.trusted import ImageFiles
 from tests.helpers import IMAGES
 
 pytestmark = pytest.mark.docker
@@ -152,6 +153,30 @@ def test_an_image_declaring_root_however_named_runs_as_nobody(engine, declared_u
 def test_an_image_declaring_a_user_it_does_not_define_is_refused(engine, declared_user):
     with pytest.raises(SandboxError, match="the image's USER 'ghost' is not in its /etc/passwd"):
         engine.run_as(declared_user("ghost"))
+
+
+def test_who_an_image_runs_as_is_read_from_it_once_per_image_id(docker_client, base_image, declared_user, tmp_path):
+    """A cold runner process finds the image's /etc/passwd and /etc/group kept by image ID in its state folder,
+    and reads no container of the image for them; a damaged record is read from the image again."""
+    image = declared_user("user")
+    folder = tmp_path / "image-files"
+
+    def run_as_in_a_new_engine() -> tuple[RunAs, list[str]]:
+        created: list[str] = []
+        with DockerEngine(docker_client, keeper_image=base_image, image_files=ImageFiles(folder)) as engine:
+            create = engine.client.api.create_container
+            engine.client.api.create_container = lambda *a, **k: created.append(a[0]) or create(*a, **k)
+            try:
+                return engine.run_as(image), created
+            finally:
+                del engine.client.api.create_container
+
+    first, created = run_as_in_a_new_engine()
+    assert created == [image] and first.user != NOBODY
+    assert [p.name for p in folder.iterdir()] == [f"{image.removeprefix('sha256:')}.json"]
+    assert run_as_in_a_new_engine() == (first, [])
+    next(folder.iterdir()).write_text("{")
+    assert run_as_in_a_new_engine() == (first, [image])
 
 
 @pytest.mark.parametrize("recipe, message", [
