@@ -10,7 +10,8 @@ entries depend on, never what a page says:
 - each phase's files whole (`<folder>-phases`), under a key of everything its pages read (`phase_key`);
 - the staging manifest (`<folder>-stage.pickle`): each phase file's size, time and digest as it was
   staged, so that a staged file found so is neither read nor compared (`Cache.sync`);
-- git history (`<folder>-history.pickle`), which `runner.tree.history` keeps.
+- git history (`<folder>-history.pickle`), which `runner.tree.history` keeps, and the commit that added
+  each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps.
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
@@ -101,6 +102,7 @@ class Cache:
     phases: Memo = field(default_factory=lambda: Memo(None))  # each phase's files whole, beside `memo`
     manifest: Path | None = None  # where `staged` is kept
     history: Path | None = None  # runner.tree.history's cache file
+    added: Path | None = None  # runner.tree.gitfiles.added_all's cache file
     # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
     digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
     staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
@@ -112,6 +114,7 @@ class Cache:
         manifest = folder and folder.with_name(f"{folder.name}-stage.pickle")
         return cls(stage, Memo(folder, code), Memo(folder and folder.with_name(f"{folder.name}-phases"), code),
                    manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history.pickle"),
+                   added=folder and folder.with_name(f"{folder.name}-added.pickle"),
                    staged=_staged(manifest))
 
     def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:

@@ -64,13 +64,15 @@ class Feed:
 
 def write(wanted: dict[Path, bytes], *, store: Store, entries: list[CatalogEntry], news: dict[str, list[Entry]],
           now: dt.datetime, site_url: str | None = None,
-          memo: Callable[[str, Callable[[], bytes]], bytes] = lambda _, make: make()) -> None:
+          memo: Callable[[str, Callable[[], bytes]], bytes] = lambda _, make: make(),
+          added: Path | None = None) -> None:
     """Every feed into the staging folder. `news`: per challenge, its `result_entries` (gathered while
     the pages read each phase's results, so they are read once). Challenges' links go to their page here
     where it has one. `memo` keeps each feed's Atom under its inputs (cache.Memo), so a new result
-    writes its challenge's feed again, not all of them."""
+    writes its challenge's feed again, not all of them. `added`: the file that keeps when each challenge
+    was added (`gitfiles.added_all`), so that a build reads only the commits since the last one."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
-    feeds = [new_challenges(store, entries, pages), deadlines(entries, now=now, pages=pages)]
+    feeds = [new_challenges(store, entries, pages, added=added), deadlines(entries, now=now, pages=pages)]
     feeds += [results_feed(e, news.get(e.challenge.slug, [])) for e in entries if e.phases]
     day = now.date()  # an empty feed is dated by the day it was built on (`atom`)
     for feed in feeds:
@@ -83,10 +85,10 @@ def _page(entry: CatalogEntry, pages: set[str]) -> str:
     return f"{c.slug}/" if c.slug in pages else (c.website_url or f"{c.slug}/")
 
 
-def new_challenges(store: Store, entries: list[CatalogEntry], pages: set[str]) -> Feed:
+def new_challenges(store: Store, entries: list[CatalogEntry], pages: set[str], *, added: Path | None = None) -> Feed:
     """Challenges by when they joined the catalog: the commit that added their challenge.yml (the
     file's time outside git), newest first. One git walk answers for every challenge."""
-    commits = added_all(store.root, str(store.paths.challenge_file("*").relative_to(store.root)))
+    commits = added_all(store.root, str(store.paths.challenge_file("*").relative_to(store.root)), cache=added)
     found = []
     for entry in entries:
         c = entry.challenge

@@ -16,8 +16,14 @@ that answers `is_modified` from a cache file kept outside the site folder instea
   title, address and meta in order, the list of pages, the page's own HTML, title, meta and table of
   contents) or its output file is not as this builder wrote it (size and time).
 
-Everything else runs as MkDocs runs it: the same plugin events, the theme's templates, data files
-copied where the staged copy is newer (page generation keeps unchanged files' times), links to anchors
+The staged files MkDocs would only copy (a phase's JSON and CSV: most of the 17,000 files at 60,000
+results) are set aside in `on_files`: MkDocs then walks only the pages and the theme's files, again and
+again, while a link to a data file still finds it (`RecordingFiles.data`); the plugin copies them itself,
+by MkDocs' own rule, where the staged copy is newer than the site's (page generation keeps unchanged files'
+times) or the site lacks it. The theme's templates are compiled once (Jinja's bytecode cache, beside the
+cache file, one folder per configuration and versions).
+
+Everything else runs as MkDocs runs it: the same plugin events, the theme's templates, links to anchors
 validated with every page's anchors. The search plugin indexes only the pages rendered again: the
 plugin keeps each page's search entries and puts the kept pages' back, in the pages' order, before the
 index is written, so it equals a clean build's; files no longer built are removed, so the site equals a
@@ -34,10 +40,11 @@ import importlib.metadata
 import logging
 import os
 import pickle
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import jinja2
@@ -99,14 +106,20 @@ class PageFile(File):
 
 
 class RecordingFiles(Files):
-    """The site's files, noting each path looked up while `lookups` is set (while a page is converted)."""
+    """The site's files, noting each path looked up while `lookups` is set (while a page is converted).
+    `data`: the staged files MkDocs would only copy (data files, images), by src_uri, kept out of the
+    collection that MkDocs walks again and again (a phase's JSON and CSV are most of the files) but
+    found by a lookup as if in it: links to them resolve as MkDocs resolves them."""
 
-    def __init__(self, files: Iterable[File]):
+    def __init__(self, files: Iterable[File], data: dict[str, File] | None = None):
         super().__init__(files)
+        self.data = data or {}
         self.lookups: dict[str, bool] | None = None
 
     def get_file_from_path(self, path: str) -> File | None:
         found = super().get_file_from_path(path)
+        if found is None and self.data:
+            found = self.data.get(PurePath(path).as_posix())
         if self.lookups is not None:
             self.lookups[path] = found is not None
         return found
@@ -124,8 +137,10 @@ class Options(Config):  # type: ignore[no-untyped-call]  # mkdocs' __init_subcla
 class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdocs' __init_subclass__
     """Decides which pages MkDocs' dirty build converts and renders, and keeps what it needs for the others."""
 
-    def __init__(self, cache: Cache):
+    def __init__(self, cache: Cache, templates: Path | None = None):
         self.old, self.new = cache, Cache(cache.site)
+        self.templates = templates  # a folder for Jinja's compiled templates (its bytecode cache)
+        self.copied: set[str] = set()  # the staged files `on_env` copied or found copied, by their path in the site
         self.modified: set[str] = set()  # src_uris: to convert (until on_env), then to render
         self.files = RecordingFiles([])
         self.nav: Navigation | None = None
@@ -142,8 +157,19 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
 
     @event_priority(-100)  # after any other plugin's files
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        self.files = RecordingFiles(PageFile(f, config.use_directory_urls, self)
-                                    if f.is_documentation_page() and f.generated_by is None else f for f in files)
+        """Pages answer `is_modified` from this plugin; the staged files MkDocs would only copy are set
+        aside (`RecordingFiles.data`) and copied by `on_env` where the staged copy changed."""
+        kept: list[File] = []
+        data: dict[str, File] = {}
+        docs, templates = config.docs_dir, set(config.extra_templates)
+        for f in files:
+            if _copied_only(f, docs, templates):
+                data[f.src_uri] = f
+            elif f.is_documentation_page() and f.generated_by is None:
+                kept.append(PageFile(f, config.use_directory_urls, self))
+            else:
+                kept.append(f)
+        self.files = RecordingFiles(kept, data)
         return self.files
 
     @event_priority(-100)  # the navigation as the pages get it
@@ -155,7 +181,8 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
             if page.title is not None:  # before the source is read: a title from the navigation
                 self.named.add(file.src_uri)
             page.read_source(config)
-            source = _hash((page.markdown, page.meta, file.src_uri in self.named, page.is_homepage))
+            markdown = hashlib.sha256((page.markdown or "").encode()).hexdigest()
+            source = _hash((markdown, page.meta, file.src_uri in self.named, page.is_homepage))
             self.sources[file.src_uri] = source
             kept = self.old.converted.get(file.src_uri)
             if kept and kept[0] == source and all((self.files.get_file_from_path(path) is not None) == found
@@ -203,6 +230,10 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
                 self.modified.add(uri)
         self.entries = _search_entries(config)
         self.seen = len(self.entries or [])
+        # Where MkDocs copies its static files next, first (its own files, written after, take precedence).
+        self.copied = _copy_data(self.files.data.values(), os.path.normpath(config.site_dir))
+        if self.templates is not None:  # the theme's templates compiled once, not in every build
+            env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(self.templates))
 
     @event_priority(-100)  # after the search plugin added the page's entries
     def on_page_context(self, context: TemplateContext, /, *, page: Page, config: MkDocsConfig,
@@ -246,7 +277,7 @@ def main(argv: list[str]) -> int:
 
 def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> None:
     """`mkdocs.commands.build.build` in its dirty mode, `cache_file` telling which pages to convert and render."""
-    plugin = Incremental(_load(cache_file, site))
+    plugin = Incremental(_load(cache_file, site), _templates(cache_file, site))
     plugin.load_config({})
     config.plugins[PLUGIN] = plugin
     quiet, logger = Quiet(), logging.getLogger("mkdocs.commands.build")
@@ -255,8 +286,48 @@ def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str) -> No
         build(config, dirty=True)
     finally:
         logger.removeFilter(quiet)
-    _remove_stale(Path(config.site_dir), {f.abs_dest_path for f in plugin.files if INCLUDED(f.inclusion)})
+    _remove_stale(Path(config.site_dir), {f.abs_dest_path for f in plugin.files if INCLUDED(f.inclusion)}
+                  | plugin.copied)
     _save(cache_file, plugin.new)
+
+
+def _templates(cache_file: Path, site: str) -> Path:
+    """The folder of Jinja's compiled theme templates, beside the cache, one per `site` (the versions
+    and configuration that make the theme's environment): Jinja checks each template's source itself."""
+    folder = cache_file.with_name(f"{cache_file.name}-templates")
+    for old in folder.iterdir() if folder.is_dir() else []:
+        if old.name != site:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    (folder / site).mkdir(parents=True, exist_ok=True)
+    return folder / site
+
+
+def _copied_only(file: File, docs: str, templates: set[str]) -> bool:
+    """Whether MkDocs would only copy `file`: a staged file (`docs`: not the theme's, nor a plugin's)
+    that is not a page. Static templates (`templates`: `extra_templates`) are rendered, not copied."""
+    return (file.src_dir == docs and file.generated_by is None and not file.is_documentation_page()
+            and file.src_uri not in templates)
+
+
+def _copy_data(files: Iterable[File], site: str) -> set[str]:
+    """Copy the included files whose staged copy is newer than the site's, or that the site lacks:
+    MkDocs' own rule for a dirty build (`File.copy_file`), and a copy of another size too. Returns
+    their paths in the site. Paths are joined, not normalised: the files' were listed from a folder."""
+    written: set[str] = set()
+    for file in files:
+        if not INCLUDED(file.inclusion):
+            continue
+        source, target = os.path.join(file.src_dir or "", file.src_uri), os.path.join(site, file.dest_uri)
+        written.add(target)
+        try:
+            there = os.stat(target)
+        except FileNotFoundError:
+            there = None
+        staged = os.stat(source)
+        if there is None or there.st_mtime < staged.st_mtime or there.st_size != staged.st_size:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(source, target)
+    return written
 
 
 def _search_entries(config: MkDocsConfig) -> list[Any] | None:
@@ -283,7 +354,8 @@ def _written(path: str | None) -> tuple[int, int]:
 
 def _page_hash(site: str, navigation: str, page: Page) -> str:
     """What a page's output depends on: the site, the navigation, and the page's own converted content."""
-    return _hash((site, navigation, page.file.src_uri, page.url, page.title, page.meta, page.content,
+    content = hashlib.sha256((page.content or "").encode()).hexdigest()  # hashed, not written out by repr
+    return _hash((site, navigation, page.file.src_uri, page.url, page.title, page.meta, content,
                   [(str(item), item.url) for item in page.toc]))
 
 
@@ -298,7 +370,7 @@ def _nav_hash(nav: Navigation, pages: list[Page]) -> str:
 def _site_hash(config_file: Path, config: MkDocsConfig) -> str:
     """The configuration files, the theme's overrides, and the versions of what renders the site."""
     parts: list[str | bytes] = [code_key([__name__])]
-    for name in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions"):  # what converts and renders
+    for name in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions", "jinja2"):  # what converts, renders
         try:
             parts.append(importlib.metadata.version(name))
         except importlib.metadata.PackageNotFoundError:

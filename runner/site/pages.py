@@ -206,7 +206,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         log(line)
     site_url = catalog.site_url(store.root)
     catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
-    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get)
+    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get,
+                added=caches.added)
     caches.prune()  # after the feeds, which the memo keeps too
     _reference(wanted)
     wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()

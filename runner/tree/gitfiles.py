@@ -9,12 +9,15 @@ pull request through the same commit. Signed results are checked against the blo
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import itertools
+import pickle
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.codekey import code_key
 from runner.errors import ChallengeError
 
 
@@ -30,18 +33,59 @@ def added(root: Path, rel: str) -> Added | None:
     return _added(root, f":(literal){rel}", first=True).get(rel)
 
 
-def added_all(root: Path, pattern: str) -> dict[str, Added]:
+def added_all(root: Path, pattern: str, *, cache: Path | None = None) -> dict[str, Added]:
     """The commit that last added each file matching `pattern` (a glob relative to `root`, `*` within
     one folder, `**` across folders), from one `git log`: a catalog of hundreds of challenges costs one
     walk of the history, not one per file (nor a walk that matches each commit against hundreds of
-    paths). Files git does not know (not committed, or no repository) are left out."""
-    return _added(root, f":(glob){pattern}", first=False)
+    paths). Files git does not know (not committed, or no repository) are left out.
+
+    `cache`: a file keeping the answer with the commit it was read at (HEAD then) and the code that read
+    it; while HEAD is that commit nothing is read, and where HEAD descends from it only the commits since
+    (`old..HEAD`) are walked, a file they added taking the newer of the two commits, as the walk of the
+    whole history, newest first, would have found it."""
+    pathspec = f":(glob){pattern}"
+    head = head_commit(root) if cache is not None else None
+    if cache is None or head is None:
+        return _added(root, pathspec, first=False)
+    try:
+        code, kept_pattern, old, found = pickle.loads(cache.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        code, kept_pattern, old, found = "", "", "", {}
+    if (code, kept_pattern) != (_code(), pattern):
+        old = ""
+    if old == head:
+        return dict(found)
+    if old and _descends(root, old, head):
+        found = dict(found)
+        for name, new in _added(root, pathspec, first=False, commits=f"{old}..{head}").items():
+            if name not in found or new.at >= found[name].at:
+                found[name] = new
+    else:
+        found = _added(root, pathspec, first=False)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    temporary = cache.with_name(f".{cache.name}.tmp")
+    temporary.write_bytes(pickle.dumps((_code(), pattern, head, found), pickle.HIGHEST_PROTOCOL))
+    temporary.replace(cache)
+    return dict(found)
 
 
-def _added(root: Path, pathspec: str, *, first: bool) -> dict[str, Added]:
+@functools.cache
+def _code() -> str:
+    """The code that reads the log (`codekey`): a cache kept by other code is read again."""
+    return code_key([__name__])
+
+
+def _descends(root: Path, old: str, head: str) -> bool:
+    """Whether `old` is a commit `head` descends from."""
+    done = subprocess.run(["git", "merge-base", "--is-ancestor", old, head], cwd=root, capture_output=True,
+                          check=False)
+    return done.returncode == 0
+
+
+def _added(root: Path, pathspec: str, *, first: bool, commits: str | None = None) -> dict[str, Added]:
     done = subprocess.run(["git", "log", *(["-1"] if first else []), "--diff-filter=A", "--no-renames",
-                           "--name-only", "-z", "--format=%x01%H %cI", "--", pathspec],
-                          cwd=root, capture_output=True, text=True, check=False)
+                           "--name-only", "-z", "--format=%x01%H %cI", *([commits] if commits else []), "--",
+                           pathspec], cwd=root, capture_output=True, text=True, check=False)
     found: dict[str, Added] = {}
     if done.returncode != 0:
         return found

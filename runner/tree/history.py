@@ -18,7 +18,6 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from runner.codekey import code_key
 from runner.errors import ChallengeError
@@ -51,10 +50,10 @@ class Snapshot:
     files: State
 
 
-class _Change(NamedTuple):
-    path: str
-    before: str | None  # the blob before the commit; None: the commit added the file
-    after: str | None  # the blob after it; None: the commit deleted the file
+# A commit's change to one result file: its path, the blob before the commit (None: the commit added the
+# file) and after it (None: the commit deleted it). A plain tuple, not a NamedTuple: the cache holds
+# tens of thousands, and pickle writes and reads plain tuples of text without calling back into Python.
+_Change = tuple[str, str | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -232,7 +231,7 @@ class History:
             header, *lines = block.strip("\n").splitlines()
             sha, when = header.split()
             changes = [_change(line) for line in lines if line.startswith(":")]
-            changes = [change for change in changes if _is_result(change.path)]
+            changes = [change for change in changes if _is_result(change[0])]
             if changes:
                 yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
 
@@ -332,7 +331,7 @@ def _change(line: str) -> _Change:
     """A `--raw` line, `:100644 100644 <before> <after> M<TAB>path`."""
     meta, path = line.split("\t", 1)
     _, _, before, after, status = meta.split()[:5]
-    return _Change(path, None if status == "A" else before, None if status == "D" else after)
+    return path, None if status == "A" else before, None if status == "D" else after
 
 
 def _parse(data: bytes) -> Result | None:

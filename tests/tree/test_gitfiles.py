@@ -36,6 +36,31 @@ def test_added_all_finds_the_commit_that_last_added_each_file(tmp_path: Path):
     assert added_all(tmp_path, "challenges/*/challenge.yml") == {} and added(tmp_path, rels[0]) is None  # no git
 
 
+def test_added_all_with_a_cache_reads_only_new_commits_and_answers_as_a_whole_walk(tmp_path: Path):
+    repo, cache, pattern = tmp_path / "repo", tmp_path / "added.pickle", "challenges/*/challenge.yml"
+    (repo / "challenges" / "a").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / "challenges" / "a" / "challenge.yml").write_text("one\n")
+    commit(repo, "2026-01-01T00:00:00Z")
+    assert added_all(repo, pattern, cache=cache) == added_all(repo, pattern) and cache.is_file()
+
+    (repo / "challenges" / "b").mkdir()
+    (repo / "challenges" / "b" / "challenge.yml").write_text("two\n")
+    (repo / "challenges" / "a" / "challenge.yml").unlink()
+    commit(repo, "2026-01-02T00:00:00Z")
+    (repo / "challenges" / "a" / "challenge.yml").write_text("one again\n")  # re-added: the newer commit
+    commit(repo, "2026-01-03T00:00:00Z")
+    found = added_all(repo, pattern, cache=cache)  # from the commits since the cached one
+    assert found == added_all(repo, pattern) and found["challenges/a/challenge.yml"].at.day == 3
+    assert added_all(repo, pattern, cache=cache) == found  # HEAD unchanged: from the cache alone
+
+    subprocess.run(["git", "reset", "-q", "--hard", "HEAD~2"], cwd=repo, check=True)  # history rewound
+    rewound = added_all(repo, pattern, cache=cache)
+    assert rewound == added_all(repo, pattern) and list(rewound) == ["challenges/a/challenge.yml"]
+    assert rewound["challenges/a/challenge.yml"].at == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert added_all(repo, "challenges/*/other.yml", cache=cache) == {}  # another pattern: not the cached answer
+
+
 def test_versions_holds_every_blob_a_file_had_whatever_merge_or_name(tmp_path: Path):
     repo = tmp_path / "repo"
     (repo / "challenges").mkdir(parents=True)
