@@ -3,8 +3,9 @@
 Each image follows a script of `Behaviour`s (write these files or links to /output, exit with a
 code, time out, run out of memory, report measurements, or make the executor itself fail), one per
 run, the last one repeating. Outputs live in a real temporary folder and are read back through the
-same tar checks as Docker's (`outputs.extract_tar`), so a link is refused exactly as on the real
-engine. The real-engine tests stay the proof of isolation; this proves the bookkeeping around it.
+same tar checks as the keeper agent's stream (`outputs.extract_tar`), so a link is refused exactly as
+on the real engine. The real-engine tests stay the proof of isolation; this proves the bookkeeping
+around it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Behaviour:
 
 
 class FakeOutputArea:
-    """/output as a host temporary folder, read back as a tar stream like Docker's archive API."""
+    """/output as a host temporary folder, read back as a tar stream like the keeper agent's."""
 
     def __init__(self, size: int, fail: Callable[[str], None]):
         self.path = Path(tempfile.mkdtemp(prefix="fake-output-"))
@@ -69,8 +70,9 @@ class FakeOutputArea:
         stream.seek(0)
         return extract_tar(stream, target, strip="output", limits=limits.within(self.size))
 
-    def clear(self) -> bool:
-        """Empty the folder as Docker's keeper does: what a run made read-only is made writable first."""
+    def clear(self) -> None:
+        """Empty the folder now, as Docker's keeper does before the next run: what a run made read-only is
+        made writable first."""
         self._fail("clear")
         for child in self.path.iterdir():
             if child.is_dir() and not child.is_symlink():
@@ -79,7 +81,6 @@ class FakeOutputArea:
                 shutil.rmtree(child)
             else:
                 child.unlink()
-        return True
 
     def used(self) -> int:
         return sum(p.lstat().st_size for p in self.path.rglob("*") if p.is_file() and not p.is_symlink())

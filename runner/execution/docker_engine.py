@@ -160,12 +160,9 @@ class DockerOutputArea:
         except KeeperGone as exc:
             raise SandboxError(f"reading /output: {exc}", transient=True) from None
 
-    def clear(self) -> bool:
-        """Empty /output for the next run, lazily: before the next run into this area (`prepare`), or
-        in the background once the area is back in its engine's pool, so no job waits for it. Always True,
-        as nothing was tried yet: an area that cannot be emptied then is replaced, and a replacement that
-        fails is the next run's SandboxError."""
-        return True
+    def clear(self) -> None:
+        """Nothing now: /output is emptied before the next run into this area (`prepare`), or in the
+        background once the area is back in its engine's pool, so no job waits for it."""
 
     def empty(self) -> bool:
         """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made

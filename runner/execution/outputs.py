@@ -47,7 +47,7 @@ def safe_name(target: Path, name: str) -> Path:
 
 
 def extract_tar(stream: IO[bytes], target: Path, *, strip: str, limits: OutputLimits = OutputLimits()) -> int:
-    """Extract a tar stream of a container folder (as Docker's archive API sends it) into
+    """Extract a tar stream of a container folder (as the keeper agent sends it) into
     `target`, dropping the leading folder name `strip`. Returns the number of files written."""
     with tarfile.open(fileobj=stream, mode="r|") as archive:
         members = _checked(_strip(archive, strip), limits)

@@ -159,9 +159,10 @@ class OutputArea(Protocol):
         the area's size is written out (`OutputLimits.within`)."""
         ...
 
-    def clear(self) -> bool:
-        """Empty /output for the next run, whatever the last run left there (a read-only folder, a FIFO):
-        an area that cannot be emptied is replaced by a fresh one. False only if neither worked."""
+    def clear(self) -> None:
+        """Have /output emptied before the next run, whatever the last run left there (a read-only folder,
+        a FIFO): now, or lazily before that run. An area that cannot be emptied then is replaced; a
+        replacement that fails is that run's SandboxError."""
         ...
 
 
