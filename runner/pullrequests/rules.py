@@ -9,7 +9,6 @@ read through the API at a fixed commit in the trusted one. The challenge tree th
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import tempfile
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from runner.errors import printable
-from runner.tree.details import supplementary_problem
+from runner.tree.details import pinned_problem, supplementary_problem
 from runner.tree.loading import load_challenge, load_report, load_submission
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import Challenge
@@ -273,15 +272,9 @@ def _predictions(store: Store, proposal: Proposal, rel: str, submission: Submiss
     default branch already has it there)."""
     if submission.predictions is None:
         return []
-    data = _companion(store, proposal, rel, submission.predictions)
-    if data is None:
-        return [f"{rel}: predictions.file: {submission.predictions} was not found next to the submission "
-                "(commit it in the same pull request)"]
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != submission.predictions_sha256:
-        return [f"{rel}: predictions.sha256: {submission.predictions} has sha256 {digest}, not the pinned one; "
-                "pin the file you committed (sha256sum FILE)"]
-    return []
+    data = _companion(store, proposal, rel, submission.predictions)  # predictions_sha256 is set with predictions
+    problem = pinned_problem(data, submission.predictions_sha256 or "", name=submission.predictions)
+    return [f"{rel}: predictions.{problem.field}: {problem.message}"] if problem else []
 
 
 def _companion(store: Store, proposal: Proposal, rel: str, name: str) -> bytes | None:

@@ -5,7 +5,8 @@ Where they come from is argued in `submission_model.SubmissionDetails`: the resu
 result written before the runner made that copy sends the site to its submission file. The
 supplementary PDF's rules (a PDF, pinned by sha256, at most `SUPPLEMENTARY_MAX_BYTES`) live here
 once: `challenge check` reads the committed file and the pull-request review the proposed one,
-both through `supplementary_problem`.
+both through `supplementary_problem`. Its sha256 pin is checked as any companion file's (a predictions file's
+too): `pinned_problem`.
 """
 
 from __future__ import annotations
@@ -81,13 +82,19 @@ class Problem:
 
 def supplementary_problem(data: bytes | None, pinned: str, *, name: str = "the supplementary file") -> Problem | None:
     """Why `data` is not the supplementary PDF the submission pins, or None."""
-    if data is None:
-        return Problem("file", f"{name} was not found next to the submission (commit it in the same pull request)")
-    if len(data) > SUPPLEMENTARY_MAX_BYTES:
+    if data is not None and len(data) > SUPPLEMENTARY_MAX_BYTES:
         return Problem("file", f"{name} is {len(data) / 1024**2:.1f} MiB; at most "
                                f"{SUPPLEMENTARY_MAX_BYTES // 1024**2} MiB are allowed")
-    if not data.startswith(PDF_MAGIC):
+    if data is not None and not data.startswith(PDF_MAGIC):
         return Problem("file", f"{name} is not a PDF file")
+    return pinned_problem(data, pinned, name=name)
+
+
+def pinned_problem(data: bytes | None, pinned: str, *, name: str) -> Problem | None:
+    """Why `data`, the file `name` committed beside a submission (None: not there), is not the one pinned
+    by sha256 `pinned`, or None."""
+    if data is None:
+        return Problem("file", f"{name} was not found next to the submission (commit it in the same pull request)")
     digest = hashlib.sha256(data).hexdigest()
     if digest != pinned:
         return Problem("sha256", f"{name} has sha256 {digest}, not the pinned one; pin the file you committed "
