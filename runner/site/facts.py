@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 from runner.tree.model import MAX_COMMENT, Challenge
 from runner.tree.paths import CHALLENGES
 from runner.tree.phase_model import Phase
-from runner.tree.policy import not_by_form, plural, took, visibility, window
+from runner.tree.policy import not_by_form, plural, submissions_per, took, visibility, window
 from runner.tree.result_model import Result
 from runner.tree.schema_types import NAME
 
@@ -126,9 +126,8 @@ def _limit(phase: Phase) -> str:
         return "no limit"
     if limit == 0:
         return "closed to submissions"
-    per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
     failed = "failed ones count too" if phase.count_failed_submissions else "failed ones do not count"
-    return f"{plural(limit, 'submission')} {per} per participant ({failed})"
+    return f"{submissions_per(limit, days)} per participant ({failed})"
 
 
 def _registration(challenge: Challenge) -> str:

@@ -87,13 +87,18 @@ class Allowance:
         """One sentence for the participant: the refusal when none is left, else what remains."""
         if self.limit is None:
             return f"phase {phase.title!r} has no submission limit"
-        per = ("per day" if self.days == 1 else f"per {self.days} days") if self.days else "in all"
+        allows = f"phase {phase.title!r} allows {submissions_per(self.limit, self.days)}"
         counted = f"{participant!r} has {self.evaluated} evaluated and {self.pending} pending"
         if self.left:
-            return f"phase {phase.title!r} allows {plural(self.limit, 'submission')} {per}; {counted}: " \
-                   f"{self.left} left"
-        line = f"phase {phase.title!r} allows {plural(self.limit, 'submission')} {per} and {counted}"
-        return line + (f"; you can submit again on {when(self.next_at, now)}" if self.next_at else "")
+            return f"{allows}; {counted}: {self.left} left"
+        again = f"; you can submit again on {when(self.next_at, now)}" if self.next_at else ""
+        return f"{allows} and {counted}{again}"
+
+
+def submissions_per(limit: int, days: int | None) -> str:
+    """A limit of `limit` submissions per `days` (None: for all time) in words: "2 submissions per day"."""
+    per = ("per day" if days == 1 else f"per {days} days") if days else "in all"
+    return f"{plural(limit, 'submission')} {per}"
 
 
 def allowance(phase: Phase, results: list[Result], *, pending: int, now: dt.datetime) -> Allowance:
