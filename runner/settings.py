@@ -115,9 +115,15 @@ class Settings:
         "the runner keys pinned outside the tree, as allowed_signers lines", env="CHALLENGE_ALLOWED_SIGNERS",
         raw=True))
     github_token: str | None = field(default=None, metadata=declared(
-        "GitHub's token, to read participants' SSH keys (Actions sets it)", env="GITHUB_TOKEN"))
+        "GitHub's token, to read participants' SSH keys, review pull requests, dispatch and push results "
+        "(Actions sets it)", env="GITHUB_TOKEN"))
     github_api_url: str | None = field(default=None, metadata=declared(
         "GitHub's API (Actions sets it)", env="GITHUB_API_URL"))
+    github_repository: str | None = field(default=None, metadata=declared(
+        "the repository a workflow step works on, OWNER/NAME (Actions sets it)", env="GITHUB_REPOSITORY"))
+    github_server_url: str = field(default="https://github.com", metadata=declared(
+        "GitHub's address, where results are pushed (Actions sets it)", env="GITHUB_SERVER_URL",
+        shown="https://github.com"))
 
     @classmethod
     def of(cls, args: argparse.Namespace | None = None, *, env: Mapping[str, str], cwd: Path) -> Settings:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -19,12 +19,15 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.errors import ChallengeError
-from runner.settings import Settings
+from runner.settings import Settings, variable
 from runner.tree.policy import took
 from runner.tree.records import Keys
 from runner.tree.signing import SigningKey
 from runner.tree.store import Store
 from runner.tree.verification import Verifier
+
+if TYPE_CHECKING:
+    from runner.pullrequests.github import GitHub
 
 # What each command module's register() is given: `add_subparsers()`'s result. argparse's class is generic
 # only in its stubs, so the alias is a string (never evaluated at run time).
@@ -61,6 +64,18 @@ class Job:
 def settings_here(args: argparse.Namespace | None = None) -> Settings:
     """The settings of a command run in this process: its options, else this process's variables."""
     return Job.here().settings(args)
+
+
+def github(settings: Settings, repository: str | None, api_url: str | None, **options: Any) -> GitHub:
+    """A client of `repository`, else the settings' (GITHUB_REPOSITORY), at `api_url`, else the settings' API,
+    else GitHub's own, with the settings' token: in a workflow step, what GitHub Actions sets."""
+    from runner.pullrequests.github import API_URL, GitHub  # PyGithub only for the commands that talk to GitHub
+
+    repository = repository or settings.github_repository
+    if not repository:
+        raise UsageError(f"no repository: pass --repo OWNER/NAME or set {variable('github_repository')}")
+    return GitHub(repository, token=settings.github_token, api_url=api_url or settings.github_api_url or API_URL,
+                  **options)
 
 
 def open_store(root: Path, settings: Settings, *, keys: Keys = Keys(), copies: bool = True,

@@ -13,7 +13,6 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from runner.pullrequests.github import GitHub
 from runner.tree.datasets import (
     DataError,
     Source,
@@ -31,7 +30,7 @@ from runner.tree.sealing import Recipient, SealError, read_identity_file, recipi
 from runner.tree.store import Store
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out, settings_here
+from .common import SubParsers, UsageError, err, github, open_store, out, settings_here
 
 
 def register(sub: SubParsers) -> None:
@@ -118,7 +117,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
     store = open_store(args.root, settings_here())
     challenge = store.challenge(args.challenge)
     links = check_links(challenge, load_yaml(args.links).data or {}, where=str(args.links))
-    hub = GitHub.from_env(args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
+    hub = github(settings_here(), args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
     sealed, skipped = 0, 0
     for login in _registered(store, challenge.slug):
         target = access_file(store.paths, challenge.slug, login)

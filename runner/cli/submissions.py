@@ -12,22 +12,22 @@ GitHub's REST API.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import datetime as dt
 import json
-import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.pullrequests import gitops, workflows
-from runner.pullrequests.github import ENV_TOKEN, GitHub
+from runner.pullrequests.github import GitHub
 from runner.pullrequests.issueform import submit_issue
 from runner.pullrequests.review import notify, review
 from runner.pullrequests.rules import Proposal, Verdict, check
+from runner.settings import Settings, variable
 
 from . import summary
-from .common import SubParsers, UsageError, err, open_store, out, settings_here
+from .common import SubParsers, UsageError, err, github, open_store, out, settings_here
 
 VERDICT_FILE = "verdict.json"
 DISPATCH_EVENT = "evaluate"  # what the runner repository's evaluate workflow listens for
@@ -132,8 +132,9 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _hub(args: argparse.Namespace) -> GitHub:
-    return GitHub.from_env(args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
+def _hub(args: argparse.Namespace, settings: Settings, repository: str | None = None) -> GitHub:
+    """GitHub at --api-url, for `repository`, else --repo (else the settings' repository and API)."""
+    return github(settings, repository or args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
 
 
 def _print_verdict(verdict: Verdict) -> None:
@@ -163,9 +164,9 @@ def cmd_check_submission(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    root = args.root.resolve()
+    root, settings = args.root.resolve(), settings_here()
     number = args.pr if args.pr is not None else _number(args.verdict)
-    result = review(_hub(args), open_store(root, settings_here()), number=number, head_sha=args.head_sha,
+    result = review(_hub(args, settings), open_store(root, settings), number=number, head_sha=args.head_sha,
                     base=args.base or gitops.current_branch(root), now=_now(), merge=args.merge,
                     allow_local_images=args.allow_local_images)
     if result.skipped:
@@ -184,8 +185,8 @@ def cmd_from_issue(args: argparse.Namespace) -> int:
     merge failed, which an organizer sees as a failed run."""
     if args.issue < 1:
         raise UsageError(f"--issue {args.issue}: not an issue number")
-    root = args.root.resolve()
-    done = submit_issue(_hub(args), open_store(root, settings_here()), number=args.issue,
+    root, settings = args.root.resolve(), settings_here()
+    done = submit_issue(_hub(args, settings), open_store(root, settings), number=args.issue,
                         base=args.base or gitops.current_branch(root), now=_now(), merge=args.merge)
     if done.review is not None and done.review.verdict is not None:
         _print_verdict(done.review.verdict)
@@ -216,7 +217,8 @@ def _number(verdict_file: Path) -> int:
 
 
 def cmd_notify(args: argparse.Namespace) -> int:
-    notices = notify(_hub(args), open_store(args.root, settings_here()), commit=args.commit, now=_now())
+    settings = settings_here()
+    notices = notify(_hub(args, settings), open_store(args.root, settings), commit=args.commit, now=_now())
     for notice in notices:
         where = ", ".join(f"#{n} ({c})" for n, c in zip(notice.pulls, notice.comments)) or "no pull request"
         out.print(f"{notice.result}: {where}", markup=False)
@@ -251,20 +253,24 @@ def shard_labels(pending: int, most: int) -> list[str]:
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
+    return _dispatch(args, settings_here())
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     """From the public repository's default branch: a repository_dispatch to the runner repository, when
     this checkout has pending submissions (the runner repository's schedule catches any missed)."""
     if not workflows.REPOSITORY.fullmatch(args.to or ""):
         raise UsageError(f"--to {args.to!r} is not OWNER/NAME: set the repository variable RUNNER_REPOSITORY to "
                          "the runner repository (challenges/organizers.md)")
-    if not os.environ.get(ENV_TOKEN):
-        raise UsageError(f"no token: set {ENV_TOKEN} (the workflow passes the secret RUNNER_DISPATCH_TOKEN)")
-    pending = len(open_store(args.root, settings_here()).pending())
+    if not settings.github_token:
+        raise UsageError(f"no token: set {variable('github_token')} (the workflow passes the secret "
+                         "RUNNER_DISPATCH_TOKEN)")
+    pending = len(open_store(args.root, settings).pending())
     if not pending:
         out.print("nothing pending: no evaluation asked for")
         return 0
     head = gitops.git(args.root.resolve(), "rev-parse", "HEAD").strip()
-    GitHub.from_env(args.to, args.api_url, log=lambda line: err.print(line, markup=False)).dispatch(
-        args.event, {"pending": pending, "commit": head})
+    _hub(args, settings, args.to).dispatch(args.event, {"pending": pending, "commit": head})
     out.print(f"asked {args.to} to {args.event}: {pending} pending at {head[:12]}")
     return 0
 
@@ -279,7 +285,8 @@ def cmd_runner_repository(args: argparse.Namespace) -> int:
 
 
 def cmd_commit_results(args: argparse.Namespace) -> int:
-    env = gitops.token_env(os.environ.get(ENV_TOKEN), os.environ.get("GITHUB_SERVER_URL", "https://github.com"))
+    settings = settings_here()
+    env = gitops.token_env(settings.github_token, settings.github_server_url)
     pushed = gitops.commit_results(args.root.resolve(), message=args.message, remote=args.remote, branch=args.branch,
                                    attempts=args.attempts, env=env,
                                    log=lambda line: err.print(line, markup=False))
@@ -337,22 +344,12 @@ def _dry_dispatch(args: argparse.Namespace, checkout: Path) -> bool:
     _step("dispatch.yml: the default branch asks the runner repository to evaluate")
     gitops.git(checkout, "pull", "--quiet", "--ff-only")
     runner = args.runner_repo or f"{args.repo}-runner"
-    with _token(os.environ.get(ENV_TOKEN) or "dry-run-dispatch-token"):  # the workflow's RUNNER_DISPATCH_TOKEN
-        _challenge(checkout, "dispatch", "--to", runner, "--api-url", args.api_url)
-    return bool(open_store(checkout, settings_here()).pending())
-
-
-@contextlib.contextmanager
-def _token(token: str) -> Iterator[None]:
-    before = os.environ.get(ENV_TOKEN)
-    os.environ[ENV_TOKEN] = token
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[ENV_TOKEN]
-        else:
-            os.environ[ENV_TOKEN] = before
+    settings = settings_here()
+    token = settings.github_token or "dry-run-dispatch-token"  # the workflow's RUNNER_DISPATCH_TOKEN
+    dispatching = dataclasses.replace(settings, github_token=token)
+    _challenge(checkout, "dispatch", "--to", runner, "--api-url", args.api_url,
+               run=lambda parsed: _dispatch(parsed, dispatching))
+    return bool(open_store(checkout, settings).pending())
 
 
 def _dry_evaluate(args: argparse.Namespace, workspace: Path, api: tuple[str, ...]) -> None:
@@ -373,12 +370,23 @@ def _step(title: str) -> None:
     out.print(f"\n[bold]== {title}[/]")
 
 
-def _challenge(root: Path, *argv: str, ok: tuple[int, ...] = (0,)) -> int:
-    from . import (
-        main,  # the package's entry point imports this module; importing it here avoids a cycle
+def _challenge(root: Path, *argv: str, ok: tuple[int, ...] = (0,),
+               run: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """`challenge argv`, run in this process as a workflow runs it; `run`: the command's function to call instead
+    of the one `main` finds (to give it settings of the dry run's own)."""
+    from . import (  # the package's entry point imports this module; importing it here avoids a cycle
+        dispatch,
+        main,
+        parser,
     )
     out.print(f"$ challenge {' '.join(argv)}", markup=False)
-    code = main(["--root", str(root), *argv])
+    full = ["--root", str(root), *argv]
+    if run is None:
+        code = main(full)
+    else:
+        parsed = parser(full).parse_args(full)
+        parsed.func = run
+        code = dispatch(parsed)
     if code not in ok:
         raise UsageError(f"dry run stopped: `challenge {argv[0]}` exited {code}")
     return code

@@ -10,7 +10,6 @@ GitHub rate-limits (403 with X-RateLimit-Remaining: 0, 429, secondary limits) an
 from __future__ import annotations
 
 import base64
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,6 @@ from runner.pullrequests.rules import Change
 
 API_URL = "https://api.github.com"
 ACTIONS_BOT = "github-actions[bot]"  # who GitHub names as the author of what a workflow's token opens
-ENV_TOKEN, ENV_API_URL, ENV_REPOSITORY = "GITHUB_TOKEN", "GITHUB_API_URL", "GITHUB_REPOSITORY"
 T = TypeVar("T")
 REGULAR = ("100644", "100755")  # git's modes of a regular file (a link is 120000, a submodule 160000)
 
@@ -74,7 +72,7 @@ class GitHub:
                               retry=0, seconds_between_requests=0.25 if pause else None,
                               seconds_between_writes=1.0 if pause else None, lazy=True)
         self.repository, self.retry, self.log = repository, retry, log
-        # Lazy: objects load on first use. No repository: a client for users only (GitHub.users).
+        # Lazy: objects load on first use. No repository (""): a client for users only.
         self._repository = self._client.get_repo(repository) if repository else None
         self._trees: dict[str, dict[str, GitTreeElement]] = {}  # a git tree's entries, by the tree's SHA
 
@@ -82,21 +80,6 @@ class GitHub:
         if self._repository is None:
             raise GitHubError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
         return self._repository
-
-    @classmethod
-    def users(cls, *, api_url: str | None = None, **kwargs: Any) -> GitHub:
-        """A client for reading users (their public SSH keys) only, with Actions' token if there is one."""
-        return cls("", token=os.environ.get(ENV_TOKEN) or None,
-                   api_url=api_url or os.environ.get(ENV_API_URL) or API_URL, **kwargs)
-
-    @classmethod
-    def from_env(cls, repository: str | None = None, api_url: str | None = None, **kwargs: Any) -> GitHub:
-        """The repository and credentials a workflow step gets from GitHub Actions' environment."""
-        repository = repository or os.environ.get(ENV_REPOSITORY)
-        if not repository:
-            raise GitHubError(f"no repository: pass --repo OWNER/NAME or set {ENV_REPOSITORY}")
-        return cls(repository, token=os.environ.get(ENV_TOKEN) or None,
-                   api_url=api_url or os.environ.get(ENV_API_URL) or API_URL, **kwargs)
 
     # --- pull requests ---------------------------------------------------------------------------
 
