@@ -39,6 +39,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from runner.site.datafiles import json_bytes
 from runner.tree.model import INCENTIVES, ROLES, STATUSES, SUBMISSION_TYPES, Challenge
 from runner.tree.phase_model import Phase
 from runner.tree.policy import plural
@@ -374,7 +375,7 @@ def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, e
     """The home page's catalog, the search words, the export, organization pages and JSON-LD.
     Call it once the challenges' own pages are in `wanted`: the search reads them."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
-    wanted[Path(SEARCH_FILE)] = _json(search_words(entries, wanted))
+    wanted[Path(SEARCH_FILE)] = json_bytes(search_words(entries, wanted))
     orgs = organizations(entries)
     cards = [card(e, has_page=e.challenge.slug in pages, today=today) for e in entries]
     cards.sort(key=lambda c: c.entry.challenge.name.casefold())
@@ -414,6 +415,3 @@ def _home(store: Store, env: jinja2.Environment, cards: list[Card], facets: list
         return intro.replace(CATALOG_MARK, catalog)
     return intro.rstrip() + "\n\n" + catalog
 
-
-def _json(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()

@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-import orjson
 
 from runner.ranking.leaderboard import (
     Leaderboard,
@@ -43,6 +42,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
+from runner.site.datafiles import gzipped, json_bytes, result_files
 from runner.site.facts import (
     METHOD_NAMES,
     JobDuration,
@@ -71,9 +71,11 @@ PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
 PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
-# A phase with more results bundles each participant's public records in one JSON file: staged files
-# then grow with participants, not results (Zensical stalls near 64,000 files; MkDocs copies each one).
-BUNDLE_OVER = 50
+# A snapshot keeps the top of the table: 20 snapshots of every row would weigh twenty leaderboards, most of
+# a large site's bytes; `challenge leaderboard --as-of` gives a whole past table.
+SNAPSHOT_ROWS = 100
+# A leaderboard page draws this many rows; its script draws the rest from leaderboard.json on request.
+PAGE_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,18 @@ class PhasePage:
     uncertainty: dict[str, Any] | None = None  # the bootstrap of the ranking, where there is enough data
     details: dict[str, SubmissionDetails] = field(default_factory=dict)  # participant/id -> title, links
     supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
-    bundled: bool = False  # results published as <participant>.json ({id: record}), see BUNDLE_OVER
+    shards: int = 0  # how many shards hold the phase's result records (0: one file each; `datafiles`)
     trail: Trail = field(default_factory=lambda: Trail({}, {}, [], []))
     duration: JobDuration | None = None  # the algorithm's mean running time over the results shown
+
+    @property
+    def page_rows(self) -> int:
+        """The rows of each table drawn on the page; the script draws the rest."""
+        return PAGE_ROWS
+
+    @property
+    def snapshot_rows(self) -> int:
+        return SNAPSHOT_ROWS
 
     @property
     def method_name(self) -> str:
@@ -273,7 +284,6 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     excluded = board.exclusions
     viewer = Path(challenge.slug, "results", phase.slug)
     about, pdfs = _submission_details(run, phase, viewer, results)
-    bundled = len(results) > BUNDLE_OVER
     if shown.scores:
         table, header = records(board), fields(phase)
         snapshots = _snapshots(run, phase, folder, results, excluded, made)
@@ -281,17 +291,15 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         if uncertainty is not None:
             run.wanted[folder / "uncertainty.json"] = uncertainty
         page = PhasePage(challenge, phase, board, None, [], snapshots, json.loads(uncertainty) if uncertainty else None,
-                         details=about, supplementary=pdfs, bundled=bundled, trail=trail)
+                         details=about, supplementary=pdfs, trail=trail)
     else:
         status = f"succeeded — {shown.note}"
         ranked = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
         table, header = withheld_records(ranked, status), WITHHELD_FIELDS
-        page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs,
-                         bundled=bundled, trail=trail)
-    run.wanted[folder / "leaderboard.json"] = _json(table)
+        page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs, trail=trail)
+    run.wanted[folder / "leaderboard.json"] = json_bytes(table)
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
-    bundles: dict[str, dict[str, Any]] = {}
-    publics = []
+    publics, published_records = [], {}
     for result in results:
         key = f"{result.participant}/{result.submission}"
         published = replace(public_record(result, phase, shown), details=about.get(key))
@@ -300,19 +308,19 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         extra |= {"supplementary_file": f"{result.submission}.supplementary.pdf"} if key in pdfs else {}
         extra |= {"verification": trail.verification(key)}
         extra |= {"run": run_command(result)} if not_runnable(phase, result) is None else {}
-        public = {k: v for k, v in vars(published).items() if k != "logs"}  # a public record never has logs
-        if bundled:
-            bundles.setdefault(result.participant, {})[result.submission] = {**public, **extra}
-        else:
-            run.wanted[viewer / result.participant / f"{result.submission}.json"] = _json({**public, **extra})
-    for participant, records_of in bundles.items():
-        run.wanted[viewer / f"{participant}.json"] = _json(records_of)
+        # A public record never has logs. Its signature was checked for `verification` and stays in the
+        # repository, where `challenge verify` reads it: on the site it would be a fifth of a shard's bytes.
+        public = {k: v for k, v in vars(published).items() if k not in ("logs", "signature")}
+        published_records[key] = {**public, **extra}
+    shards, files = result_files(viewer, published_records)
+    run.wanted.update(files)
     unranked = {(row.participant, row.submission) for row in board.rows if row.rank is None}
     if shown.scores and (sealed := [r for r in results if r.withheld and r.status == "succeeded" and (
             not r.metrics or (r.participant, r.submission) in unranked)]):
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
-    page = replace(page, duration=average_job_duration(publics))  # public records: withheld times count for none
+    # Public records: withheld times count for none.
+    page = replace(page, duration=average_job_duration(publics), shards=shards)
     run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
     run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
 
@@ -368,9 +376,10 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r
                     for r in run.history.results(snap, files)]
             rows = records(leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made))
-            return _json({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase), "rows": rows})
+            return gzipped(json_bytes({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase),
+                                       "rows": rows[:SNAPSHOT_ROWS], "total": len(rows)}))
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)} {signers(store)}"
-        run.wanted[folder / "history" / f"{snap.day}.json"] = run.cache.memo.get(key, compute)
+        run.wanted[folder / "history" / f"{snap.day}.json.gz"] = run.cache.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 
 
@@ -381,16 +390,7 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
         return None
     frame, spec = found
     return run.cache.memo.get(f"bootstrap {phase!r} {spec!r}\n{frame.to_csv(index=False)}",
-                              lambda: _json(bootstrap_summary(phase, frame, spec)))
-
-
-def _json(data: Any) -> bytes:
-    # orjson: the staged data files are most of a build's bytes (350 MiB at 60,000 results), written 5x
-    # faster than by the json module; compact UTF-8 as before, a non-finite number written as null.
-    try:
-        return orjson.dumps(data, default=vars, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # what orjson does not write (an integer past 64 bits in a metric): as the json module does
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+                              lambda: json_bytes(bootstrap_summary(phase, frame, spec)))
 
 
 def _reference(wanted: dict[Path, bytes]) -> None:

@@ -1,5 +1,5 @@
-// Leaderboard pages: sort the table by any column, show a dated snapshot from the History
-// section in place, and draw the ranking uncertainty from its exported JSON.
+// Leaderboard pages: sort the table by any column, draw a long table whole on request, show a dated
+// snapshot from the History section in place, and draw the ranking uncertainty from its exported JSON.
 (function () {
   var C = window.ChallengeCharts;
 
@@ -56,10 +56,11 @@
   }
 
   function showSnapshot(link, target) {
-    fetch(link.getAttribute("href")).then(function (r) { return r.json(); }).then(function (data) {
+    C.json(link.getAttribute("href")).then(function (data) {
       target.textContent = "";
       var p = target.appendChild(document.createElement("p"));
-      p.textContent = "As of " + data.as_of + " (end of day, UTC), commit " + data.commit.slice(0, 12) + ": ";
+      var part = data.total > data.rows.length ? "its first " + data.rows.length + " of " + data.total + " rows, " : "";
+      p.textContent = "As of " + data.as_of + " (end of day, UTC), " + part + "commit " + data.commit.slice(0, 12) + ": ";
       var raw = p.appendChild(document.createElement("a"));
       raw.href = link.getAttribute("href");
       raw.textContent = "JSON";
@@ -70,8 +71,21 @@
     });
   }
 
+  // A long table's page draws its first rows; the whole table comes from leaderboard.json on request.
+  function showAll(button) {
+    button.disabled = true;
+    C.json(button.dataset.src).then(function (rows) {
+      var fields = rows.length ? Object.keys(rows[0]) : [];
+      var wrap = button.closest(".lb-more").previousElementSibling;
+      wrap.textContent = "";
+      wrap.appendChild(snapshotTable({ fields: fields, rows: rows }, Number(button.dataset.places)));
+      sortable(wrap.querySelector("table"));
+      button.closest(".lb-more").remove();
+    }).catch(function () { button.disabled = false; });
+  }
+
   function uncertainty(box) {
-    fetch(box.dataset.src).then(function (r) { return r.json(); }).then(function (data) {
+    C.json(box.dataset.src).then(function (data) {
       box.querySelector(".lb-blob").appendChild(C.blob(data));
       box.querySelector(".lb-significance").appendChild(C.matrix(data.algorithms, data.significance));
     });
@@ -84,5 +98,8 @@
       link.addEventListener("click", function (e) { e.preventDefault(); showSnapshot(link, target); });
     });
     document.querySelectorAll("#lb-uncertainty[data-src]").forEach(uncertainty);
+    document.querySelectorAll("button.lb-all").forEach(function (button) {
+      button.addEventListener("click", function () { showAll(button); });
+    });
   });
 })();

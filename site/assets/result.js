@@ -228,6 +228,16 @@
     provenance(view, result);
   }
 
+  // FNV-1a (32 bits) of the key's UTF-8 bytes, mixed by MurmurHash3's finaliser, modulo the shard
+  // count: datafiles.shard_of.
+  function shardOf(key, count) {
+    var h = 0x811c9dc5;
+    new TextEncoder().encode(key).forEach(function (byte) { h = Math.imul(h ^ byte, 0x01000193) >>> 0; });
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
+    return ((h ^ (h >>> 16)) >>> 0) % count;
+  }
+
   function load(view) {
     var o = { score: view.dataset.score, order: view.dataset.order, places: Number(view.dataset.places),
       withheld: view.dataset.withheld, results: view.dataset.results,
@@ -236,16 +246,15 @@
       selfReported: view.dataset.selfReported === "true" };
     var id = new URLSearchParams(window.location.search).get("id") || "";
     if (!ID.test(id)) return;
-    var json = function (url) { return fetch(url).then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); }); };
-    // A large phase bundles each participant's results in one <participant>.json ({submission: result}),
-    // so the staged files do not grow with the number of results; a small one has <participant>/<id>.json.
-    var parts = id.split("/"), one = view.dataset.bundled === "true"
-      ? json(o.results + parts[0] + ".json").then(function (all) {
-        if (!Object.prototype.hasOwnProperty.call(all, parts[1])) throw new Error("missing");
-        return all[parts[1]];
+    // A large phase keeps its results in gzipped shards ({participant/submission: result}), the shard
+    // named by shardOf (runner/site/datafiles.py); a small one has <participant>/<id>.json.
+    var shards = Number(view.dataset.shards || 0), one = shards
+      ? C.json(o.results + "shards/" + shardOf(id, shards) + ".json.gz").then(function (all) {
+        if (!Object.prototype.hasOwnProperty.call(all, id)) throw new Error("missing");
+        return all[id];
       })
-      : json(o.results + id + ".json");
-    Promise.all([one, json(view.dataset.board).catch(function () { return null; })])
+      : C.json(o.results + id + ".json");
+    Promise.all([one, C.json(view.dataset.board).catch(function () { return null; })])
       .then(function (both) { render(view, both[0], both[1], o); })
       .catch(function () { view.textContent = "No result " + id + " in this phase."; });
   }

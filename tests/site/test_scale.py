@@ -1,15 +1,18 @@
-"""The site at scale: large phases bundle their results per participant, and a phase whose inputs did
-not change is taken whole from the page cache (so one new result regenerates one phase)."""
+"""The site at scale: large phases publish their results in gzipped shards and draw long tables in part,
+and a phase whose inputs did not change is taken whole from the page cache (so one new result
+regenerates one phase)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
+from collections import Counter
 
 import pytest
 
 from runner.evaluation.examples import prepare_workspace
-from runner.site import pages
+from runner.site import datafiles, pages
 from runner.site.build import SiteConfig
 from runner.site.cache import Cache
 from runner.tree.store import Store
@@ -33,17 +36,46 @@ def generate(repo, **kwargs) -> dict[str, bytes]:
     return {str(p.relative_to(config.stage)): p.read_bytes() for p in config.stage.rglob("*") if p.is_file()}
 
 
-def test_a_large_phase_bundles_each_participants_results(scored, monkeypatch):
+def test_a_large_phase_publishes_its_results_in_gzipped_shards(scored, monkeypatch):
     single = generate(scored)
-    monkeypatch.setattr(pages, "BUNDLE_OVER", 2)
-    bundled = generate(scored)
+    monkeypatch.setattr(datafiles, "SHARD_OVER", 2)
+    monkeypatch.setattr(datafiles, "SHARD_SIZE", 1)  # three results: four shards
+    sharded = generate(scored)
     folder = f"{CHALLENGE}/results/{PHASE}"
-    bob = json.loads(bundled[f"{folder}/bob.json"])
-    assert sorted(bob) == ["v1", "v2"]
-    assert bob["v2"] == json.loads(single[f"{folder}/bob/v2.json"])  # the same public record, in one file
-    assert f"{folder}/bob/v2.json" not in bundled
-    assert 'data-bundled="true"' in bundled[f"{folder}/view.md"].decode()
-    assert 'data-bundled' not in single[f"{folder}/view.md"].decode()
+    shards = {name: json.loads(gzip.decompress(data)) for name, data in sharded.items()
+              if name.startswith(f"{folder}/shards/")}
+    assert sorted(shards) == [f"{folder}/shards/{k}.json.gz" for k in range(4)]
+    for key in ("alice/v1", "bob/v1", "bob/v2"):  # each where its hash says, the same public record
+        assert shards[f"{folder}/shards/{datafiles.shard_of(key, 4)}.json.gz"][key] == json.loads(
+            single[f"{folder}/{key}.json"])
+        assert f"{folder}/{key}.json" not in sharded
+    assert sum(len(records) for records in shards.values()) == 3
+    assert 'data-shards="4"' in sharded[f"{folder}/view.md"].decode()
+    assert "data-shards" not in single[f"{folder}/view.md"].decode()
+
+
+def test_a_result_on_the_site_holds_no_signature(scored):
+    record = json.loads(generate(scored)[f"{CHALLENGE}/results/{PHASE}/bob/v2.json"])
+    assert "signature" not in record and record["verification"]["reason"]  # checked at build, kept in the repo
+
+
+def test_shards_are_fnv_1a_and_even():
+    counts = Counter(datafiles.shard_of(f"team-{n}/s{n}", 8) for n in range(8000))
+    assert sorted(counts) == list(range(8)) and min(counts.values()) > 900  # about 1,000 each
+    assert datafiles.shard_count(50) == 0 and datafiles.shard_count(51) == 1 and datafiles.shard_count(600) == 4
+
+
+def test_a_long_leaderboard_draws_its_first_rows(scored, monkeypatch):
+    monkeypatch.setattr(pages, "PAGE_ROWS", 2)
+    monkeypatch.setattr(pages, "SNAPSHOT_ROWS", 1)
+    staged = generate(scored)
+    board = staged[f"{CHALLENGE}/leaderboard/{PHASE}.md"].decode()
+    assert "The first 2 of 3 rows." in board and 'data-src="leaderboard.json"' in board
+    assert board.count("view.md?id=") == 2
+    history = f"{CHALLENGE}/leaderboard/{PHASE}/history/"
+    snapshot = next(data for name, data in staged.items() if name.startswith(history))
+    found = json.loads(gzip.decompress(snapshot))
+    assert len(found["rows"]) == 1 and found["total"] == 3 and found["rows"][0]["rank"] == 1
 
 
 def test_an_unchanged_phase_comes_from_the_cache(scored, monkeypatch):

@@ -1,4 +1,5 @@
-"""The result viewer of a phase that bundles its results per participant, in headless Chromium."""
+"""A large phase in headless Chromium: the result viewer finds each result in its gzipped shard (the
+hash computed in the browser as in Python), and a long leaderboard draws all its rows on request."""
 
 from __future__ import annotations
 
@@ -10,32 +11,52 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from runner.evaluation.examples import prepare_workspace
-from runner.site import pages
+from runner.site import datafiles, pages
 from runner.site.build import SiteConfig, build_site
 from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit, served, wait_for
 from tests.site.test_scale import generate
 
+TEAMS = [f"team-{n}" for n in range(6)]
+
 
 @pytest.fixture(scope="module")
 def site_url(tmp_path_factory) -> Iterator[str]:
-    """A site whose phase bundles its results, served on 127.0.0.1."""
-    repo = prepare_workspace(REPO, tmp_path_factory.mktemp("bundled") / "repo")
+    """A site whose phase keeps its six results in eight shards and draws two rows a table, on 127.0.0.1."""
+    repo = prepare_workspace(REPO, tmp_path_factory.mktemp("sharded") / "repo")
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    for participant, dice in (("alice", 0.7), ("bob", 0.8)):
-        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.1, dice + 0.1])
+    for n, participant in enumerate(TEAMS):
+        dice = 0.9 - n / 10
+        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.05, dice + 0.05])
     commit(repo, "2026-03-01T10:00:00Z")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pages, "BUNDLE_OVER", 0)
+        patch.setattr(datafiles, "SHARD_OVER", 0)
+        patch.setattr(datafiles, "SHARD_SIZE", 1)
+        patch.setattr(pages, "PAGE_ROWS", 2)
         generate(repo)
     site = build_site(SiteConfig.read(repo))
+    assert len(list((site / CHALLENGE / "results" / PHASE / "shards").glob("*.json.gz"))) == 8
     with served(site) as url:
         yield url
 
 
-def test_the_viewer_reads_a_bundled_result(page, site_url):
-    page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=bob/v1")
-    assert wait_for(page, "#result-view h2")[0].text == "bob / v1"
-    assert "Rank 1 of 2 ranked results" in page.find_element(By.ID, "result-view").text
-    page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=bob/v9")
+def test_the_viewer_reads_each_result_from_its_shard(page, site_url):
+    for n, team in enumerate(TEAMS):  # six keys over eight shards: a hash that differed would miss some
+        page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id={team}/v1")
+        assert wait_for(page, "#result-view h2")[0].text == f"{team} / v1"
+        assert f"Rank {n + 1} of 6 ranked results" in page.find_element(By.ID, "result-view").text
+    page.get(f"{site_url}{CHALLENGE}/results/{PHASE}/view/?id=team-0/v9")
     wait_for(page, "#result-view")
-    WebDriverWait(page, 10).until(lambda b: "No result bob/v9" in b.find_element(By.ID, "result-view").text)
+    WebDriverWait(page, 10).until(lambda b: "No result team-0/v9" in b.find_element(By.ID, "result-view").text)
+
+
+def test_a_long_leaderboard_draws_all_its_rows_on_request(page, site_url):
+    page.get(f"{site_url}{CHALLENGE}/leaderboard/{PHASE}/")
+    assert len(wait_for(page, ".lb-table table tbody tr", 2)) == 2
+    assert "The first 2 of 6 rows." in page.find_element(By.CSS_SELECTOR, ".lb-more").text
+    page.find_element(By.CSS_SELECTOR, "button.lb-all").click()
+    rows = wait_for(page, ".lb-table table tbody tr", 6)
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == TEAMS
+    assert not page.find_elements(By.CSS_SELECTOR, ".lb-more")
+    page.find_element(By.CSS_SELECTOR, ".lb-table thead th").click()  # the whole table sorts: rank, ascending
+    page.find_element(By.CSS_SELECTOR, ".lb-table thead th").click()
+    assert page.find_elements(By.CSS_SELECTOR, ".lb-table tbody tr td")[1].text == TEAMS[-1]

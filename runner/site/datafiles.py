@@ -1,0 +1,92 @@
+"""The data files beside the site's pages: how they are encoded, and where a phase's result records sit.
+
+The data files are most of a site's bytes (GitHub Pages takes at most 1 GB). A small phase publishes
+each result as `<participant>/<submission>.json`, readable at a plain URL. A phase with more than
+SHARD_OVER results publishes them in hash-addressed shards instead, `shards/<k>.json.gz`, each a
+gzipped JSON object {participant/submission: record} of about SHARD_SIZE records: the number of
+files grows with the results by 1/SHARD_SIZE, a new result rewrites one shard, and gzip takes the
+records to about a fifth (their keys and the phase's shared provenance repeat). The result viewer
+(site/assets/result.js) finds a record's shard by the same hash, `shard_of`, from the shard count
+the page gives it, and decompresses it in the browser (DecompressionStream).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SHARD_OVER = 50  # results a phase publishes one file each, at most
+SHARD_SIZE = 256  # records a shard holds on average: one fetch of about 100 KB for a result page
+_FNV_OFFSET, _FNV_PRIME, _MASK = 0x811C9DC5, 0x01000193, 0xFFFFFFFF
+
+
+def json_bytes(data: Any) -> bytes:
+    """Compact UTF-8 JSON, a non-finite number written as null. orjson: the data files are written by the
+    hundred thousand, five times faster than by the json module."""
+    try:
+        return orjson.dumps(data, default=vars, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson does not write (an integer past 64 bits in a metric): as the json module does
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=vars).encode()
+
+
+def gzipped(data: bytes) -> bytes:
+    """`data` gzipped with no time in its header, so the same data gives the same bytes (an unchanged
+    shard is not written again) and one fetch decompresses it in the browser."""
+    return gzip.compress(data, compresslevel=6, mtime=0)
+
+
+def shard_count(records: int) -> int:
+    """How many shards a phase of `records` results uses: 0 (one file each) up to SHARD_OVER, else the
+    power of two that keeps a shard near SHARD_SIZE records (it doubles as the phase grows)."""
+    if records <= SHARD_OVER:
+        return 0
+    count = 1
+    while count * SHARD_SIZE < records:
+        count *= 2
+    return count
+
+
+def shard_of(key: str, count: int) -> int:
+    """The shard of the record `participant/submission`: FNV-1a (32 bits) of its UTF-8 bytes, mixed by
+    MurmurHash3's finaliser (FNV's low bits follow the bytes' parity, and a power-of-two count reads
+    only those), modulo `count`; result.js computes the same."""
+    h = _FNV_OFFSET
+    for byte in key.encode():
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    return h % count
+
+
+def result_files(folder: Path, records: Mapping[str, dict[str, Any]]) -> tuple[int, dict[Path, bytes]]:
+    """A phase's result records (participant/submission -> record) as data files under `folder`, and
+    the shard count the viewer needs (0: one plain file per record)."""
+    count = shard_count(len(records))
+    if not count:
+        return 0, {folder / f"{key}.json": json_bytes(record) for key, record in records.items()}
+    shards: list[dict[str, dict[str, Any]]] = [{} for _ in range(count)]
+    for key, record in records.items():
+        shards[shard_of(key, count)][key] = record
+    return count, {folder / "shards" / f"{k}.json.gz": gzipped(json_bytes(shard)) for k, shard in enumerate(shards)}
+
+
+def read_result(folder: Path, key: str) -> dict[str, Any] | None:
+    """The record `participant/submission` as published under `folder` (staged or built), or None: what
+    the viewer fetches, for tools and tests that read a site as a reader does."""
+    plain = folder / f"{key}.json"
+    if plain.is_file():
+        found: dict[str, Any] = json.loads(plain.read_bytes())
+        return found
+    shards = sorted(folder.glob("shards/*.json.gz"))
+    if not shards:
+        return None
+    shard = json.loads(gzip.decompress((folder / "shards" / f"{shard_of(key, len(shards))}.json.gz").read_bytes()))
+    return shard.get(key)
