@@ -116,7 +116,7 @@ def runner_config(settings: Settings, store: Store) -> RunnerConfig:
                         cache_max_bytes=settings.cache_max_size, cache_max_age_s=settings.cache_max_age * 86400,
                         log_dir=folder(settings.log_dir, "logs", root=root), runner_keys=runner_identity(settings),
                         training_dir=folder(settings.training_dir, "training", root=root),
-                        preserved_dir=preserved_dir(settings, store))
+                        preserved_dir=preserved_dir(settings, store), checkout=root)
 
 
 def preserved_dir(settings: Settings, store: Store) -> Path:

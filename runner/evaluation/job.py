@@ -82,6 +82,7 @@ class RunnerConfig:
     # Training phases: each submission's checkpoints, model and time spent, kept across runner restarts.
     training_dir: Path | None = None
     preserved_dir: Path | None = None  # archives of algorithm images kept on this runner (`challenge preserve`)
+    checkout: Path | None = None  # the tree evaluated from (a warm runner's jobs each have theirs): labels its runs
 
     def phase_data(self, phase: Phase) -> tuple[Path, Path]:
         folder = self.data_root / phase.challenge / phase.slug
@@ -450,7 +451,8 @@ class Job:
               command: tuple[str, ...] | None = None, output_path: str = "/output") -> RunSpec:
         return RunSpec(image=image_id, mounts=mounts, time_limit=limits.time_limit, memory=limits.memory,
                        cpus=limits.cpus, runtime=self.config.runtime, gpus=self._gpus(gpus), job=self.submission.key,
-                       command=command, output_path=output_path, user=self.users[image_id])
+                       checkout=self.config.checkout, command=command, output_path=output_path,
+                       user=self.users[image_id])
 
     def _gpus(self, wanted: int) -> tuple[str, ...]:
         """The GPUs a run gets; a GPU phase on a runner without enough of them waits for one that has

@@ -60,7 +60,7 @@ from runner.execution.trusted import ImageFiles, TrustedImages
 
 LABEL = "challenge-runner.job"  # on each run's container: which submission it belongs to
 OWNER = "challenge-runner.owner"  # on runs and pooled output areas: host:pid of the runner holding them
-CHECKOUT = "challenge-runner.checkout"  # on runs: the working folder of the runner that started them
+CHECKOUT = "challenge-runner.checkout"  # on runs: the checkout their job was evaluated from (RunSpec.checkout)
 # Empties /output as the user that wrote it: folders made read-only (chmod 0500) are made writable again first.
 EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
@@ -609,7 +609,8 @@ class DockerEngine:
                 type="json-file", config={"max-size": str(spec.log_bytes), "max-file": "1"}),
             runtime=spec.runtime,
             environment={"HOME": spec.user.home} if spec.user.home else None,
-            labels={OWNER: self._owner, CHECKOUT: os.getcwd(), **({LABEL: spec.job} if spec.job else {})},
+            labels={OWNER: self._owner, **({LABEL: spec.job} if spec.job else {}),
+                    **({CHECKOUT: str(spec.checkout)} if spec.checkout else {})},
             detach=True,
         )))
         return self.client.containers.prepare_model({"Id": created["Id"]})

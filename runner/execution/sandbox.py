@@ -63,7 +63,8 @@ class RunAs:
 class RunSpec:
     """Everything an executor needs for one run. Limits default to a small, safe box.
     `job` names the submission the run belongs to, so a later runner can remove what a dead one
-    left; each executor records it its own way (a Docker label, a Kubernetes label)."""
+    left; each executor records it its own way (a Docker label, a Kubernetes label). `checkout`, the
+    challenge repository's checkout the job was evaluated from, is recorded alike for organizers."""
 
     image: str
     mounts: tuple[Mount, ...] = ()
@@ -80,6 +81,7 @@ class RunSpec:
     runtime: str | None = None
     gpus: tuple[str, ...] = ()
     job: str | None = None
+    checkout: Path | None = None
     output_path: str = "/output"  # where the output area is mounted in this run (FLARE: /workspace/outputs)
     watch: Watch | None = None  # called about every WATCH_INTERVAL_S while it runs
 

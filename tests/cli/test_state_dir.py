@@ -27,6 +27,11 @@ def test_without_it_the_checkout_s_build_folder(repo, tmp_path, monkeypatch):
     assert config_for(repo, tmp_path).training_dir == (repo / "build" / "training").resolve()
 
 
+def test_a_job_s_runs_name_its_own_checkout_not_the_runner_s_folder(repo, tmp_path):
+    """A warm runner's jobs each come from a checkout of their own; the runs' CHECKOUT label says which."""
+    assert config_for(repo, tmp_path).checkout == Store(repo).root
+
+
 def test_whole_results_and_locks_are_kept_in_the_state_folder(repo, tmp_path, monkeypatch):
     """actions/checkout cleans the checkout for every job: a whole result kept under its build/withheld/
     was lost with it. A runner host keeps them in its state folder, where every command looks."""

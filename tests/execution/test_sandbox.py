@@ -89,14 +89,15 @@ def test_only_a_dead_runners_containers_are_removed_by_job(engine, docker_client
 def test_runs_say_which_runner_and_checkout_started_them(engine, behave, tmp_path, docker_client):
     seen: list[dict[str, str]] = []
     with engine.output_area(64 * 1024**2) as area:
-        spec = RunSpec(image=behave("sleep"), job=f"c/p/label-{uuid.uuid4().hex[:8]}/v1", time_limit=1)
+        spec = RunSpec(image=behave("sleep"), job=f"c/p/label-{uuid.uuid4().hex[:8]}/v1", time_limit=1,
+                       checkout=tmp_path)
         with ThreadPoolExecutor(1) as pool:
             running = pool.submit(engine.run, spec, area)
             while not seen and not running.done():
                 seen = [c.labels for c in docker_client.containers.list(filters={"label": f"{LABEL}={spec.job}"})]
             running.result()
     assert seen and seen[0][OWNER] == f"{socket.gethostname()}:{os.getpid()}"
-    assert seen[0][CHECKOUT] == os.getcwd()
+    assert seen[0][CHECKOUT] == str(tmp_path)
 
 
 # --- the image's declared user ---------------------------------------------------------------------
