@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 from rich.console import Console
 
@@ -58,7 +58,7 @@ def register(sub: SubParsers) -> None:
 
 
 def cmd_runner(args: argparse.Namespace) -> int:
-    warm = _Warm()
+    warm = WarmRunner()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a service stop: leave the loop, close the engines
     with contextlib.closing(warm), _listening(args.socket) as server:
         err.print(f"warm runner listening on {args.socket}", markup=False)
@@ -106,10 +106,19 @@ def _take_over(path: Path) -> None:
     raise UsageError(f"--socket {path}: a warm runner already listens there")
 
 
-class _Warm:
-    """The engines and base images kept between jobs, one per set of GPUs and base image asked for."""
+class ExecutorFactory(Protocol):
+    """What opens an executor for a set of GPUs, with its base image's ID (`runner_executor`)."""
 
-    def __init__(self) -> None:
+    def __call__(self, settings: Settings, *, root: Path, gpus: tuple[str, ...],
+                 log: Callable[[str], None]) -> tuple[Executor, str]: ...
+
+
+class WarmRunner:
+    """The engines and base images kept between jobs, one per set of GPUs and base image asked for, each
+    opened by `open_executor` at the first job that asks for it."""
+
+    def __init__(self, open_executor: ExecutorFactory = runner_executor) -> None:
+        self.open_executor = open_executor
         self.executors: dict[tuple[tuple[str, ...], str | None], tuple[Executor, str]] = {}
         self.swept_at = -math.inf  # time.monotonic() of the last job that swept
 
@@ -123,7 +132,7 @@ class _Warm:
     def executor(self, settings: Settings, *, root: Path, log: Callable[[str], None]) -> tuple[Executor, str]:
         key = (settings.gpus, settings.base_image)
         if key not in self.executors:
-            self.executors[key] = runner_executor(settings, root=root, gpus=settings.gpus, log=log)
+            self.executors[key] = self.open_executor(settings, root=root, gpus=settings.gpus, log=log)
         return self.executors[key]
 
     def serve(self, connection: socket.socket) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from runner.cli import common, warm
 
 
-def served(runner: warm._Warm, argv: list[str], cwd: Path, env: dict[str, str]) -> list[dict]:
+def served(runner: warm.WarmRunner, argv: list[str], cwd: Path, env: dict[str, str]) -> list[dict]:
     """One client's request, served on this thread; the runner's replies."""
     ours, theirs = socket.socketpair()
     with ours, theirs:
@@ -39,8 +39,7 @@ def test_two_jobs_at_once_see_their_own_folder_variables_and_output(tmp_path, mo
         return 0
 
     monkeypatch.setattr(warm, "evaluate_job", evaluate_job)
-    monkeypatch.setattr(warm._Warm, "executor", lambda self, settings, *, root, log: (None, "base"))
-    runner = warm._Warm()
+    runner = warm.WarmRunner(open_executor=lambda settings, *, root, gpus, log: (None, "base"))
     replies: dict[str, list[dict]] = {}
     jobs = {"a": {"CHALLENGE_DATA_ROOT": "data", "CHALLENGE_STATE_DIR": "state", "CHALLENGE_GPUS": "0"},
             "b": {"CHALLENGE_DATA_ROOT": str(tmp_path / "hidden"), "HOME": "/not/forwarded"}}
@@ -60,13 +59,13 @@ def test_two_jobs_at_once_see_their_own_folder_variables_and_output(tmp_path, mo
 
 
 def test_a_job_s_usage_error_goes_to_its_client_not_to_this_process(tmp_path, capsys):
-    replies = served(warm._Warm(), ["evaluate", "--pending", "--shard", "3/2"], tmp_path, {})
+    replies = served(warm.WarmRunner(), ["evaluate", "--pending", "--shard", "3/2"], tmp_path, {})
     assert replies[-1] == {"exit": 2}
     assert "".join(r.get("err", "") for r in replies).strip().endswith("'3/2' is not I/N with 1 <= I <= N")
     assert capsys.readouterr() == ("", "")
 
 
 def test_a_job_whose_folder_is_gone_is_one_line(tmp_path):
-    replies = served(warm._Warm(), ["evaluate", "--pending"], tmp_path / "gone", {})
+    replies = served(warm.WarmRunner(), ["evaluate", "--pending"], tmp_path / "gone", {})
     assert replies[-1] == {"exit": 1}
     assert replies[0]["err"].startswith("error: the warm runner could not run this job: FileNotFoundError")
