@@ -72,9 +72,12 @@ class Store:
 
     # --- submissions -------------------------------------------------------------------------
 
-    def submission_paths(self, slug: str | None = None) -> list[Path]:
+    def submission_paths(self, slug: str | None = None, *, phase: str = "*", participant: str = "*") -> list[Path]:
+        """The submission files of challenge `slug` (else of every challenge), of `phase` and `participant`
+        where given (else of all): only the folders named are listed."""
         slugs = [slug] if slug else self.slugs()
-        return sorted(p for s in slugs for p in self.paths.submissions(s).glob("**/*.yml"))
+        where = "/".join(name if name == "*" else glob.escape(name) for name in (phase, participant))
+        return sorted(p for s in slugs for p in self.paths.submissions(s).glob(f"{where}/*.yml"))
 
     def submission(self, path: Path) -> Submission:
         """Load a submission file; its place in the tree gives challenge, phase and participant."""
@@ -97,10 +100,16 @@ class Store:
             return found.at
         return dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.UTC)
 
-    def pending(self) -> list[Submission]:
-        """Valid submissions without a result. Invalid files are `check`'s business, not the queue's."""
+    def pending(self, slug: str | None = None, *, phase: str = "*", participant: str = "*") -> list[Submission]:
+        """Valid submissions without a result (narrowed as `submission_paths` is). Invalid files are `check`'s
+        business, not the queue's. Only files without a result file are read: a tree of a million results
+        has a million submissions, nearly all of them answered."""
         out = []
-        for path in self.submission_paths():
+        for path in self.submission_paths(slug, phase=phase, participant=participant):
+            # challenges/<challenge>/submissions/<phase>/<participant>/<id>.yml, as submission_paths lists them
+            answered = self.paths.result_file(path.parents[3].name, path.parents[1].name, path.parent.name, path.stem)
+            if answered.exists():
+                continue
             try:
                 submission = self.submission(path)
             except ModelError:
@@ -124,8 +133,8 @@ class Store:
         (`policy.allowance`): their results there, their pending submissions but `besides` (one being
         judged), and `counting` more (it, once accepted)."""
         results = [r for r in self.results(phase.challenge, phase.slug) if r.participant == participant]
-        pending = [s for s in self.pending() if (s.challenge, s.phase, s.participant) ==
-                   (phase.challenge, phase.slug, participant) and s.id != besides]
+        pending = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=participant)
+                   if s.id != besides]
         return allowance(phase, results, pending=len(pending) + counting, now=now)
 
     def knows(self, slug: str, participant: str) -> bool:
