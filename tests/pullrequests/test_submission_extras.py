@@ -79,6 +79,25 @@ def test_check_warns_at_each_submission_that_shares_an_image(tree, capsys):
     assert lines[-1].endswith("is valid (3 warnings)")
 
 
+def test_a_baseline_image_many_submitted_is_named_a_few_times_per_warning(tree, capsys):
+    """The organizers' baseline submitted unchanged by 400 participants: each warning names five others and
+    counts the rest, and `check` stays linear (it listed all 399 in each of 400 warnings)."""
+    for n in range(400):
+        write_submission(tree, f"team-{n:03d}", "v1", IMAGE)
+    write_submission(tree, "team-000", "v2", IMAGE)
+    assert main(["--root", str(tree), "check"]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if "the same image" in line]
+    assert len(warnings) == 401
+    rel = f"challenges/{CHALLENGE}/submissions/{PHASE}"
+    first = [line for line in warnings if "/team-000/v1.yml:" in line][0]
+    assert first.endswith(f"team-001 ({rel}/team-001/v1.yml), team-002 ({rel}/team-002/v1.yml), team-003 "
+                          f"({rel}/team-003/v1.yml), team-004 ({rel}/team-004/v1.yml), team-005 ({rel}/team-005/v1.yml)"
+                          " and 394 more")
+    last = [line for line in warnings if "/team-399/" in line][0]  # the others of team-399: 399 participants' 400
+    assert f"team-000 ({rel}/team-000/v1.yml), team-000 ({rel}/team-000/v2.yml), team-001" in last
+    assert last.endswith(" and 395 more")
+
+
 # --- a supplementary PDF ------------------------------------------------------------------------------
 
 
