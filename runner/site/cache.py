@@ -234,8 +234,10 @@ def _precompute_one(index: int) -> dict[str, Staged]:
 def phase_key(history: History, store: Store, challenge: Challenge, phase: Phase, *, now: dt.datetime) -> str | None:
     """Everything a phase's pages depend on, read without parsing a result: the records, what the
     policy shows `now`, the code and templates, each file of the challenge's folder but other phases'
-    results, and the phase's snapshots in git. Result files count by size, time and inode (the runner
-    replaces them whole); the few others by content, as an editor may rewrite one within a clock tick.
+    results and submissions, and the phase's snapshots in git. Result and submission files count by
+    size, time and inode (the runner and git replace them whole; a challenge of a million results has
+    as many submissions, each read for every phase's key before); the few others by content, as an
+    editor may rewrite one within a clock tick.
     None where results may be sealed: those depend on keys and copies outside the folder, so that
     phase is always computed."""
     if withholds(phase):
@@ -245,7 +247,7 @@ def phase_key(history: History, store: Store, challenge: Challenge, phase: Phase
     except HistoryError:
         snapshots = []
     files: list[str] = []
-    _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}})
+    _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}, "submissions": {phase.slug}})
     return (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} {snapshots} {signers(store)}\n"
             + "\n".join(sorted(files)))
 
@@ -257,8 +259,8 @@ def signers(store: Store) -> str:
 
 def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
     """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
-    folder named in `skip` only the subfolders named there are walked; the results' subfolders are
-    the only ones holding results, which count by size, time and inode. In no order: the caller sorts."""
+    folder named in `skip` only the subfolders named there are walked. Results and submissions count
+    by size, time and inode, the rest by content. In no order: the caller sorts."""
     with os.scandir(folder) as found:
         entries = list(found)
     for entry in entries:
@@ -270,7 +272,7 @@ def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str,
                 for sub in skip[entry.name]:
                     if os.path.isdir(os.path.join(entry.path, sub)):
                         _stat_files(os.path.join(entry.path, sub), f"{name}/{sub}/", out, skip={})
-        elif name.startswith("results/"):
+        elif name.startswith(("results/", "submissions/")):
             info = entry.stat(follow_symlinks=False)
             out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")
         else:

@@ -88,5 +88,6 @@ def read_result(folder: Path, key: str) -> dict[str, Any] | None:
     shards = sorted(folder.glob("shards/*.json.gz"))
     if not shards:
         return None
-    shard = json.loads(gzip.decompress((folder / "shards" / f"{shard_of(key, len(shards))}.json.gz").read_bytes()))
+    shard: dict[str, dict[str, Any]] = json.loads(
+        gzip.decompress((folder / "shards" / f"{shard_of(key, len(shards))}.json.gz").read_bytes()))
     return shard.get(key)

@@ -16,7 +16,7 @@ from runner.site import datafiles, pages
 from runner.site.build import SiteConfig
 from runner.site.cache import Cache
 from runner.tree.store import Store
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, commit
+from tests.helpers import CHALLENGE, IMAGE, PHASE, REPO, add_result, commit, write_submission
 
 
 @pytest.fixture
@@ -117,6 +117,20 @@ def test_an_unchanged_phase_restores_staged_files_changed_behind_its_back(scored
     table.write_bytes(table.read_bytes()[::-1])  # the same size, another content
     (stage / CHALLENGE / "leaderboard" / PHASE / "leaderboard.csv").unlink()
     assert generate(scored, cache=cache) == first
+
+
+def test_a_submission_to_another_phase_keeps_a_phases_cache_entry(scored):
+    cache = scored / "build" / "page-cache"
+    generate(scored, cache=cache)
+    phases = cache.with_name(f"{cache.name}-phases")
+    before = {p.name for p in phases.iterdir()}
+    write_submission(scored, "dave", "v1", IMAGE, phase="new-scanner")  # pending in the other phase
+    generate(scored, cache=cache)
+    after = {p.name for p in phases.iterdir()}
+    assert len(after - before) == 1  # the other phase's key changed; this one's entry was read back
+    write_submission(scored, "dave", "v2", IMAGE)  # in this phase: its key changes too
+    generate(scored, cache=cache)
+    assert len({p.name for p in phases.iterdir()} - after) == 1
 
 
 def test_unchanged_feeds_come_from_the_cache(scored, monkeypatch):
