@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -79,11 +80,17 @@ def tiny_image(docker_client) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
+def repo(tmp_path, request) -> Path:
     """A scratch copy of the repository's challenges, site templates and mkdocs.yml: for tests of the
-    demo's own challenges. A test that needs some challenge with a phase takes `tree` instead."""
+    demo's own challenges; marked `example_alone`, of the example challenge (CHALLENGE) alone, the others
+    being no business of the test. A test that needs some challenge with a phase takes `tree` instead."""
     assert not (tmp_path / "repo").exists(), "a test takes the demo's copy (repo) or a built tree (tree), not both"
-    return prepare_workspace(REPO, tmp_path / "repo")
+    root = prepare_workspace(REPO, tmp_path / "repo")
+    if request.node.get_closest_marker("example_alone"):
+        for folder in (root / "challenges").iterdir():
+            if folder.is_dir() and folder.name != CHALLENGE:
+                shutil.rmtree(folder)
+    return root
 
 
 @pytest.fixture

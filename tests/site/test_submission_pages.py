@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from runner.cli import main
-from runner.evaluation.examples import prepare_workspace
 from runner.ranking.leaderboard import leaderboard
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.result_model import load_result
 from runner.tree.store import Store
 from runner.tree.submission_model import SubmissionDetails
-from tests.helpers import CHALLENGE, PHASE, REPO, add_result, edit_yaml, phase_file
+from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
+
+pytestmark = pytest.mark.example_alone  # repo: the other demo challenges are not these tests' business
 
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 
@@ -45,16 +45,6 @@ def describe(repo: Path, participant: str, sub_id: str, **fields) -> None:
     """Add fields (title, links, ...) to a submission file already written."""
     path = submission_path(repo, participant, sub_id)
     edit_yaml(path, **fields)
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of the repository with the example challenge alone (the others are not these tests' business)."""
-    root = prepare_workspace(REPO, tmp_path / "repo")
-    for folder in (root / "challenges").iterdir():
-        if folder.is_dir() and folder.name != CHALLENGE:
-            shutil.rmtree(folder)
-    return root
 
 
 def problems(capsys) -> list[str]:

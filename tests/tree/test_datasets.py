@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ from pydantic import TypeAdapter
 
 from runner.cli import main
 from runner.errors import Retry
-from runner.evaluation.examples import prepare_workspace
 from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.tree.datasets import DataError, Source, download, sources
@@ -28,8 +26,10 @@ from runner.tree.located import ModelError
 from runner.tree.model import Dataset
 from runner.tree.store import Store
 from tests.github_server import OWNER_REPO
-from tests.helpers import CHALLENGE, REPO
+from tests.helpers import CHALLENGE
 from tests.tree.test_download import tls_server  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.example_alone  # repo: the other demo challenges are not these tests' business
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
 DIGEST = hashlib.sha256(DATA).hexdigest()
@@ -94,16 +94,6 @@ def server() -> Iterator[tuple[str, Files]]:
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         yield f"http://127.0.0.1:{httpd.server_port}", files
         httpd.shutdown()
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of the repository with the example challenge alone (the others are not these tests' business)."""
-    root = prepare_workspace(REPO, tmp_path / "repo")
-    for folder in (root / "challenges").iterdir():
-        if folder.is_dir() and folder.name != CHALLENGE:
-            shutil.rmtree(folder)
-    return root
 
 
 NO_WAIT = Retry(attempts=3, first=0.0, sleep=lambda seconds: None)
