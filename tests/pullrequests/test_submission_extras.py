@@ -89,11 +89,11 @@ def test_a_baseline_image_many_submitted_is_named_a_few_times_per_warning(tree, 
     warnings = [line for line in capsys.readouterr().out.splitlines() if "the same image" in line]
     assert len(warnings) == 401
     rel = f"challenges/{CHALLENGE}/submissions/{PHASE}"
-    first = [line for line in warnings if "/team-000/v1.yml:" in line][0]
+    first = next(line for line in warnings if "/team-000/v1.yml:" in line)
     assert first.endswith(f"team-001 ({rel}/team-001/v1.yml), team-002 ({rel}/team-002/v1.yml), team-003 "
                           f"({rel}/team-003/v1.yml), team-004 ({rel}/team-004/v1.yml), team-005 ({rel}/team-005/v1.yml)"
                           " and 394 more")
-    last = [line for line in warnings if "/team-399/" in line][0]  # the others of team-399: 399 participants' 400
+    last = next(line for line in warnings if "/team-399/" in line)  # the others of team-399: 399 participants' 400
     assert f"team-000 ({rel}/team-000/v1.yml), team-000 ({rel}/team-000/v2.yml), team-001" in last
     assert last.endswith(" and 395 more")
 
