@@ -25,22 +25,24 @@ PER_CASE_SCORE = re.compile(r"\$?\.?aggregates\.(?P<metric>[A-Za-z0-9_]+)\.(?P<s
 MIN_TEAMS, MIN_CASES = 2, 3
 
 
-def case_values(phase: Phase, board: Leaderboard, results: list[Result]) -> tuple[pd.DataFrame, RankSpec] | None:
-    """The score's per-case values of each ranked team (its best row), in the long format that
-    `uncertainty.bootstrap` takes, and how to rank them as the leaderboard does. The values are at
-    the phase's score_case_jsonpath, else at `case.*.<metric>` for a score `aggregates.<metric>.mean`
-    (or `.median`). None without such values, or with fewer than MIN_TEAMS teams or MIN_CASES cases."""
+def case_values(phase: Phase, board: Leaderboard, results: list[Result], *,
+                teams: int | None = None) -> tuple[pd.DataFrame, RankSpec] | None:
+    """The score's per-case values of each ranked team (its best row), or of the first `teams` teams, in
+    the long format that `uncertainty.bootstrap` takes, and how to rank them as the leaderboard does. The
+    values are at the phase's score_case_jsonpath, else at `case.*.<metric>` for a score
+    `aggregates.<metric>.mean` (or `.median`). None without such values, or with fewer than MIN_TEAMS
+    teams or MIN_CASES cases."""
 
     match = PER_CASE_SCORE.fullmatch(phase.score.path)
     path = phase.score_case_jsonpath or (match and f"case.*.{match['metric']}")
     if not path:
         return None
     by_id = {(r.participant, r.submission): r for r in results}
-    teams: dict[str, Result] = {}
+    best: dict[str, Result] = {}
     for row in board.rows:
-        if row.rank is not None:
-            teams.setdefault(row.participant, by_id[row.participant, row.submission])
-    rows = [(team, case, value) for team, result in teams.items()
+        if row.rank is not None and (teams is None or len(best) < teams or row.participant in best):
+            best.setdefault(row.participant, by_id[row.participant, row.submission])
+    rows = [(team, case, value) for team, result in best.items()
             for case, value in lookup_all(scored_document(result), path) if np.isfinite(value)]
     frame = pd.DataFrame(rows, columns=["algorithm", "case", "value"]).assign(task=phase.slug)
     if frame["algorithm"].nunique() < MIN_TEAMS or frame["case"].nunique() < MIN_CASES:

@@ -76,6 +76,10 @@ WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
 SNAPSHOT_ROWS = 100
 # A leaderboard page draws this many rows; its script draws the rest from leaderboard.json on request.
 PAGE_ROWS = 100
+NAV_GROUP = 30  # challenges the navigation lists side by side, at most (`grouped`)
+# The ranking uncertainty of the top teams: a significance map of 333 teams is 110,000 cells nobody reads,
+# and bootstrapping them the most of a cold build; `challenge report` analyses every team.
+UNCERTAINTY_TEAMS = 50
 
 
 @dataclass(frozen=True)
@@ -385,12 +389,13 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
 
 def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Result]) -> bytes | None:
     """ranking_uncertainty as JSON, bootstrapped again only when the per-case values change."""
-    found = case_values(phase, board, results)
+    found = case_values(phase, board, results, teams=UNCERTAINTY_TEAMS)
     if found is None:
         return None
     frame, spec = found
-    return run.cache.memo.get(f"bootstrap {phase!r} {spec!r}\n{frame.to_csv(index=False)}",
-                              lambda: json_bytes(bootstrap_summary(phase, frame, spec)))
+    ranked = len({row.participant for row in board.rows if row.rank is not None})
+    return run.cache.memo.get(f"bootstrap {phase!r} {spec!r} {ranked}\n{frame.to_csv(index=False)}",
+                              lambda: json_bytes({**bootstrap_summary(phase, frame, spec), "teams_ranked": ranked}))
 
 
 def _reference(wanted: dict[Path, bytes]) -> None:
@@ -410,6 +415,7 @@ def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[A
     pages = sorted(str(p) for p in wanted if p.suffix == ".md")
     nav: list[Any] = ["index.md", *(p for p in pages if "/" not in p and p != "index.md")]
     nav += [p for p in pages if p == f"{catalog.ORGANIZATIONS}/index.md"]
+    challenges: list[dict[str, Any]] = []
     for entry in entries:
         slug = entry.challenge.slug
         own = [p for p in pages if p.startswith(f"{slug}/") and not p.startswith((f"{slug}/leaderboard/",
@@ -420,8 +426,19 @@ def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[A
         boards += [{html.escape(spec.title): f"{slug}/leaderboard/{spec.slug}.md"}
                    for spec in entry.challenge.combined_leaderboards]
         if own or boards:
-            nav.append({html.escape(entry.challenge.name): own + ([{"Leaderboards": boards}] if boards else [])})
-    return nav
+            challenges.append({html.escape(entry.challenge.name): own + ([{"Leaderboards": boards}] if boards else [])})
+    return nav + grouped(challenges)
+
+
+def grouped(challenges: list[dict[str, Any]]) -> list[Any]:
+    """The challenges' sections as they are, or past NAV_GROUP of them in sections of NAV_GROUP, each named
+    after its first and last: the theme writes every section's link into every page (about 500 bytes each,
+    so 300 challenges put 150 KB of navigation in each page, a quarter of such a site), and in a group
+    it writes only the open group's."""
+    if len(challenges) <= NAV_GROUP:
+        return challenges
+    groups = [challenges[i:i + NAV_GROUP] for i in range(0, len(challenges), NAV_GROUP)]
+    return [{f"{next(iter(group[0]))} – {next(iter(group[-1]))}": group} for group in groups]
 
 
 def _fallback_page(entry: CatalogEntry) -> bytes:

@@ -5,15 +5,17 @@ regenerates one phase)."""
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import subprocess
 from collections import Counter
 
 import pytest
+import yaml
 
 from runner.evaluation.examples import prepare_workspace
 from runner.site import datafiles, pages
-from runner.site.build import SiteConfig
+from runner.site.build import SiteConfig, build_site
 from runner.site.cache import Cache
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, IMAGE, PHASE, REPO, add_result, commit, write_submission
@@ -131,6 +133,42 @@ def test_a_submission_to_another_phase_keeps_a_phases_cache_entry(scored):
     write_submission(scored, "dave", "v2", IMAGE)  # in this phase: its key changes too
     generate(scored, cache=cache)
     assert len({p.name for p in phases.iterdir()} - after) == 1
+
+
+def test_many_challenges_are_grouped_in_the_navigation_and_each_page_lists_its_own_group(scored, monkeypatch):
+    """The theme writes each section's link into every page: grouped, a page holds its own group's challenges
+    and one link per other group (the six example challenges, two to a group here)."""
+    monkeypatch.setattr(pages, "NAV_GROUP", 2)
+    generate(scored)
+    site = build_site(SiteConfig.read(scored))
+    nav = yaml.safe_load((scored / "mkdocs.generated.yml").read_text())["nav"]
+    groups = [item for item in nav if isinstance(item, dict) and " – " in next(iter(item))]
+    assert [len(next(iter(g.values()))) for g in groups] == [2, 2, 2]
+    page = (site / CHALLENGE / "index.html").read_text()
+    mine = next(g for g in groups if any("Ellipsoid" in next(iter(c)) for c in next(iter(g.values()))))
+    assert f'href="leaderboard/{PHASE}/"' in page  # its own leaderboard, in its open group
+    for group in groups:
+        if group is not mine:  # another group: one link, to its first page; its second challenge not at all
+            first, second = (next(iter(c.values()))[0].removesuffix("index.md") for c in next(iter(group.values())))
+            assert f'href="../{first}"' in page and f'href="../{second}"' not in page
+    assert all(html.escape(next(iter(g))) in page for g in groups)
+
+
+def test_a_few_challenges_are_listed_side_by_side():
+    sections = [{f"Challenge {n}": [f"c{n}/index.md"]} for n in range(3)]
+    assert pages.grouped(sections) == sections
+
+
+def test_the_ranking_uncertainty_of_many_teams_is_the_top_teams(scored, monkeypatch):
+    add_result(scored, "carol", "v1", 0.5, cases=[0.5, 0.4, 0.6])
+    commit(scored, "2026-03-02T10:00:00Z")
+    monkeypatch.setattr(pages, "UNCERTAINTY_TEAMS", 2)
+    staged = generate(scored)
+    found = json.loads(staged[f"{CHALLENGE}/leaderboard/{PHASE}/uncertainty.json"])
+    assert sorted(found["algorithms"]) == ["alice", "bob"] and found["teams_ranked"] == 3  # carol ranks last
+    assert len(found["significance"]) == 2
+    board = staged[f"{CHALLENGE}/leaderboard/{PHASE}.md"].decode()
+    assert f"the first 2 of 3 teams (`challenge report {CHALLENGE}` analyses them all)" in board
 
 
 def test_unchanged_feeds_come_from_the_cache(scored, monkeypatch):
