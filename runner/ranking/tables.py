@@ -34,10 +34,11 @@ def _rank_score(phase: Phase) -> list[str]:
     return [RANK_SCORE] if phase.scoring_method_choice == RANK_THEN_AVERAGE else []
 
 
-def records(board: Leaderboard) -> list[dict[str, Any]]:
-    """The leaderboard's rows as plain data, unrounded, for downloads, snapshots and `challenge leaderboard`."""
+def records(board: Leaderboard, limit: int | None = None) -> list[dict[str, Any]]:
+    """The leaderboard's rows (its first `limit`) as plain data, unrounded, for downloads, snapshots and
+    `challenge leaderboard`."""
     out, rank_score, columns = [], _rank_score(board.phase), board.phase.columns  # once: history has many rows
-    for row in board.rows:
+    for row in board.rows[:limit]:
         record: dict[str, Any] = {"rank": row.rank, **dict.fromkeys(rank_score, row.rank_score),
                                   "participant": row.participant, "submission": row.submission}
         for column, value, error in zip(columns, row.values, row.errors):

@@ -78,16 +78,21 @@ def result_files(folder: Path, records: Mapping[str, dict[str, Any]]) -> tuple[i
     return count, {folder / "shards" / f"{k}.json.gz": gzipped(json_bytes(shard)) for k, shard in enumerate(shards)}
 
 
+def read_data(path: Path) -> Any:
+    """A data file as the site's scripts read it: JSON, gunzipped where it is gzipped."""
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+
+
 def read_result(folder: Path, key: str) -> dict[str, Any] | None:
     """The record `participant/submission` as published under `folder` (staged or built), or None: what
     the viewer fetches, for tools and tests that read a site as a reader does."""
     plain = folder / f"{key}.json"
     if plain.is_file():
-        found: dict[str, Any] = json.loads(plain.read_bytes())
+        found: dict[str, Any] = read_data(plain)
         return found
     shards = sorted(folder.glob("shards/*.json.gz"))
     if not shards:
         return None
-    shard: dict[str, dict[str, Any]] = json.loads(
-        gzip.decompress((folder / "shards" / f"{shard_of(key, len(shards))}.json.gz").read_bytes()))
+    shard: dict[str, dict[str, Any]] = read_data(folder / "shards" / f"{shard_of(key, len(shards))}.json.gz")
     return shard.get(key)

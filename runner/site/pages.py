@@ -379,9 +379,9 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
         def compute(snap: Snapshot = snap) -> bytes:
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r
                     for r in run.history.results(snap, files)]
-            rows = records(leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made))
+            board = leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made)
             return gzipped(json_bytes({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase),
-                                       "rows": rows[:SNAPSHOT_ROWS], "total": len(rows)}))
+                                       "rows": records(board, SNAPSHOT_ROWS), "total": len(board.rows)}))
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)} {signers(store)}"
         run.wanted[folder / "history" / f"{snap.day}.json.gz"] = run.cache.memo.get(key, compute)
     return [snap.day.isoformat() for snap in reversed(snapshots)]

@@ -190,7 +190,12 @@ def ranked_record(result: Result, phase: Phase, shown: Visibility) -> Result:
     only its columns may rank on per-case values: the board shows their ranks, never the values), else
     its public record; its logs never, and of a failure what the public record says."""
     public = public_record(result, phase, shown)
-    return replace(result.without_logs(), error=public.error) if shown.scores else public
+    if not shown.scores:
+        return public
+    quiet = result.without_logs()
+    # The same object where nothing is cut: each dated snapshot ranks the phase's results again, and a
+    # leaderboard's rows are made once per result object (`Rows`), so a copy made every one of them again.
+    return quiet if quiet.error == public.error else replace(quiet, error=public.error)
 
 
 def not_by_form(phase: Phase) -> str | None:

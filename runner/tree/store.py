@@ -213,7 +213,10 @@ class Store:
     def _listed(self, phase: Phase, results: list[Result], *, now: dt.datetime | None,
                 cut: Callable[[Result, Phase, Visibility], Result]) -> list[Result]:
         approved, now = self.approvals(phase.challenge, phase.slug), now or dt.datetime.now(dt.UTC)
-        shown = [(r, self.visibility(phase, r, now=now, approved=approved)) for r in results]
+        # What may be shown depends on the phase, `now` and whether the result is approved: two answers, not
+        # one per result (each dated snapshot lists the phase's results again).
+        answers = {True: visibility(phase, now=now, approved=True), False: visibility(phase, now=now, approved=False)}
+        shown = [(r, answers[f"{r.participant}/{r.submission}" in approved]) for r in results]
         return [cut(r, phase, seen) for r, seen in shown if seen.listed]
 
     def visibility(self, phase: Phase, result: Result, *, now: dt.datetime | None,

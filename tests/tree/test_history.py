@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
+from runner.site.datafiles import gzipped, read_data
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, Tree, add_result, commit
@@ -97,29 +99,34 @@ def test_leaderboard_page_links_a_snapshot_per_day(history_repo):
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets)
     folder = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "2026-03-01.json", "2026-03-02.json", "2026-03-05.json", "2026-03-06.json"]
-    snap = json.loads((folder / "2026-03-02.json").read_text())
+        "2026-03-01.json.gz", "2026-03-02.json.gz", "2026-03-05.json.gz", "2026-03-06.json.gz"]
+    snap = read_data(folder / "2026-03-02.json.gz")
     assert snap["as_of"] == "2026-03-02" and len(snap["commit"]) == 40
     assert [(r["rank"], r["participant"]) for r in snap["rows"]] == [(1, "bob"), (2, "alice")]
     page = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
     assert page.index("[2026-03-06]") < page.index("[2026-03-01]")  # newest first
-    assert f"({PHASE}/history/2026-03-02.json)" in page
+    assert f"({PHASE}/history/2026-03-02.json.gz)" in page
     assert main(["--root", str(history_repo), "build", "--strict"]) == 0  # every snapshot link resolves
 
 
 def test_snapshots_are_ranked_once_and_kept_between_runs(history_repo):
     config, cache = SiteConfig.read(history_repo), history_repo / "build" / "cache"
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
-    kept = {p.name: p.read_bytes() for p in cache.iterdir() if p.read_bytes().startswith(b'{"as_of"')}
+
+    def snapshots() -> dict[str, bytes]:  # the memo's entries that are snapshots (gzipped JSON)
+        entries = {p.name: p.read_bytes() for p in cache.iterdir()}
+        return {name: data for name, data in entries.items()
+                if data[:2] == b"\x1f\x8b" and gzip.decompress(data).startswith(b'{"as_of"')}
+    kept = snapshots()
     assert len(kept) == 4  # one per snapshot (beside the feeds); no bootstrap without per-case values
-    snapshot = config.stage / CHALLENGE / "leaderboard" / PHASE / "history" / "2026-03-01.json"
+    snapshot = config.stage / CHALLENGE / "leaderboard" / PHASE / "history" / "2026-03-01.json.gz"
     marked = next(name for name, data in kept.items() if data == snapshot.read_bytes())
-    (cache / marked).write_bytes(b'{"as_of":"kept"}')
+    (cache / marked).write_bytes(gzipped(b'{"as_of":"kept"}'))
     add_result(history_repo, "dave", "v1", 0.5)
     commit(history_repo, "2026-03-08T10:00:00Z")
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
-    assert snapshot.read_bytes() == b'{"as_of":"kept"}'  # read back, not ranked again
-    assert sum(p.read_bytes().startswith(b'{"as_of"') for p in cache.iterdir()) == 5
+    assert read_data(snapshot) == {"as_of": "kept"}  # read back, not ranked again
+    assert len(snapshots()) == 5
 
 
 def test_current_results_stand_for_unchanged_committed_files(history_repo):
