@@ -78,7 +78,7 @@ def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:
     challenge = store.challenge(slug)
     # A phase with `public: false` (grand-challenge's option) gets no leaderboard, link or result files.
     public = [p for p in store.phases(slug).values() if p.public]
-    return CatalogEntry(challenge, challenge.current_status(today), public, len(store.submission_paths(slug)))
+    return CatalogEntry(challenge, challenge.current_status(today), public, store.submission_count(slug))
 
 
 def export(entry: CatalogEntry) -> dict[str, Any]:
