@@ -11,18 +11,22 @@ import errno
 import functools
 import http.server
 import io
+import os
+import queue
 import signal
 import socket
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import watchfiles
 
 from runner.errors import ChallengeError
+from runner.tree.paths import CHALLENGES
 
 HOST = "127.0.0.1"
 
@@ -94,28 +98,132 @@ def tree_signature(folders: list[Path]) -> tuple[tuple[str, int, int], ...]:
 class EditFilter(watchfiles.DefaultFilter):
     """Changes that may change a page. DefaultFilter already drops editors' swap, backup and lock
     files (`.swp`, `~`, `.#*`) and VCS folders; the `.tmp` files `Store.write_result` writes before
-    renaming them into place are dropped too, so a result written is one change (its rename)."""
+    renaming them into place are dropped too, so a result written is one change (its rename). Of a
+    git folder (watched where results are watched through git) only what a commit or a pull moves
+    counts: HEAD, packed-refs and the branches."""
 
+    ignore_dirs = tuple(d for d in watchfiles.DefaultFilter.ignore_dirs if d != ".git")
     ignore_entity_patterns = (*watchfiles.DefaultFilter.ignore_entity_patterns, r"\.tmp$")
+
+    def __call__(self, change: watchfiles.Change, path: str) -> bool:
+        _, git, inside = path.partition(f"{os.sep}.git{os.sep}")
+        if not git:
+            return super().__call__(change, path)
+        return (inside in ("HEAD", "packed-refs") or inside.startswith(f"refs{os.sep}heads{os.sep}")) \
+            and not inside.endswith(".lock")
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    """What `watch_edits` watches: folders with all below them (`deep`), folders' own entries alone
+    (`flat`), and why results and submissions are watched through git instead, if they are."""
+
+    deep: list[Path]
+    flat: list[Path]
+    note: str = ""
+
+
+def watch_plan(folders: list[Path], *, budget: int | None = None) -> WatchPlan:
+    """Everything below `folders`, unless the challenges' results and submissions hold more folders than
+    `budget` (half the system's inotify watches: each folder takes one, and at a million results they
+    are 400,000): then the challenges' own files and their other folders, and git's branches, so a
+    commit or a pull that brings results regenerates."""
+    existing = [folder for folder in folders if folder.is_dir()]
+    budget = _watch_budget() if budget is None else budget
+    for folder in existing:
+        if folder.name != CHALLENGES:
+            continue
+        bulky = [sub for challenge in _folders(folder) for sub in _folders(challenge) if sub.name in BULKY]
+        count = sum(_count_folders(sub) for sub in bulky)
+        if count <= budget:
+            continue
+        challenges = _folders(folder)
+        deep = [f for f in existing if f != folder] + [sub for c in challenges for sub in _folders(c)
+                                                        if sub.name not in BULKY]
+        git = folder.parent / ".git"
+        refs = [git / "refs" / "heads"] if (git / "refs" / "heads").is_dir() else []
+        note = (f"results and submissions: {count:,} folders, more than the {budget:,} file watches this server "
+                "takes: a commit or a pull regenerates" + ("" if refs else " (no .git folder here: restart)")
+                + "; a new challenge or folder is watched after a restart")
+        return WatchPlan(deep + refs, [folder, *challenges] + ([git] if refs else []), note)
+    return WatchPlan(existing, [])
+
+
+BULKY = ("results", "submissions")  # the folders of a challenge that grow with its results
+
+
+def _folders(folder: Path) -> list[Path]:
+    with os.scandir(folder) as found:
+        return sorted(Path(e.path) for e in found if e.is_dir(follow_symlinks=False))
+
+
+def _count_folders(folder: Path) -> int:
+    """`folder` and the folders below it (their entries' types come with the listing: nothing is stat'ed)."""
+    with os.scandir(folder) as found:
+        return 1 + sum(_count_folders(Path(e.path)) for e in found if e.is_dir(follow_symlinks=False))
+
+
+def _watch_budget() -> int:
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text()) // 2
+    except (OSError, ValueError):
+        return 4096  # half of Linux's oldest default
 
 
 def watch_edits(folders: list[Path], stop: threading.Event, *, quiet_ms: int = QUIET_MS,
-                max_wait_ms: int = MAX_WAIT_MS, ready: Callable[[], None] = lambda: None) -> Iterator[Changes]:
-    """Batches of changes under `folders` until `stop` is set: a batch ends once no new change came
-    for `quiet_ms`, so a burst of writes is one batch. `ready` is called once the watcher is set up
-    (its first pass walks the folders, which takes a while with many results)."""
-    existing = [folder for folder in folders if folder.is_dir()]
-    if not existing:  # nothing to watch: wait to be stopped, as watchfiles refuses no paths
+                max_wait_ms: int = MAX_WAIT_MS, ready: Callable[[], None] = lambda: None,
+                plan: WatchPlan | None = None) -> Iterator[Changes]:
+    """Batches of changes under `folders` (as `watch_plan` watches them) until `stop` is set: a batch
+    ends once no new change came for `quiet_ms`, so a burst of writes is one batch. `ready` is called
+    once the watchers are set up (their first pass walks the folders, which takes a while with many
+    results)."""
+    plan = plan or watch_plan(folders)
+    watches = [(paths, deep) for paths, deep in ((plan.deep, True), (plan.flat, False)) if paths]
+    if not watches:  # nothing to watch: wait to be stopped, as watchfiles refuses no paths
         ready()
         stop.wait()
         return
-    batches = watchfiles.watch(*existing, watch_filter=EditFilter(), step=quiet_ms, debounce=max_wait_ms,
-                               stop_event=stop, rust_timeout=READY_MS, yield_on_timeout=True)
-    for count, changes in enumerate(batches):
-        if count == 0:
-            ready()
-        if changes:
-            yield changes
+    found: queue.Queue[Changes | BaseException | None] = queue.Queue()  # None: a watcher is set up
+
+    def run(paths: list[Path], deep: bool) -> None:
+        try:
+            for count, changes in enumerate(watchfiles.watch(
+                    *paths, watch_filter=EditFilter(), step=quiet_ms, debounce=max_wait_ms, stop_event=stop,
+                    rust_timeout=READY_MS, yield_on_timeout=True, recursive=deep)):
+                if count == 0:
+                    found.put(None)
+                if changes:
+                    found.put(changes)
+        except BaseException as exc:  # the watcher's failure (the system's watch limit) is the caller's
+            found.put(exc)
+    threads = [threading.Thread(target=run, args=watch, daemon=True) for watch in watches]
+    for thread in threads:
+        thread.start()
+    yield from _batches(found, stop, set_up=len(threads), quiet_ms=quiet_ms, ready=ready)
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def _batches(found: queue.Queue[Changes | BaseException | None], stop: threading.Event, *, set_up: int,
+             quiet_ms: int, ready: Callable[[], None]) -> Iterator[Changes]:
+    """The watchers' batches as one stream: one batch while they go on reporting within `quiet_ms`."""
+    waiting, batch = set_up, Changes()
+    while not stop.is_set():
+        try:
+            item = found.get(timeout=quiet_ms / 1000 if batch else 0.5)
+        except queue.Empty:
+            if batch:
+                yield batch
+                batch = Changes()
+            continue
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            waiting -= 1
+            if waiting == 0:
+                ready()
+        else:
+            batch |= item
 
 
 def regenerate_safely(regenerate: Callable[[], object], log: Callable[[str], None]) -> bool:
@@ -136,11 +244,14 @@ def one_line(exc: Exception) -> str:
 
 def regenerate_on_edits(folders: list[Path], regenerate: Callable[[], object], log: Callable[[str], None],
                         stop: threading.Event, *, quiet_ms: int = QUIET_MS,
-                        ready: Callable[[], None] = lambda: None) -> int:
-    """Regenerate once per batch of edits under `folders` until `stop` is set; returns how many
-    batches were seen. Edits made while regenerating make the next batch."""
-    batches = 0
-    for changes in watch_edits(folders, stop, quiet_ms=quiet_ms, ready=ready):
+                        ready: Callable[[], None] = lambda: None, budget: int | None = None) -> int:
+    """Regenerate once per batch of edits under `folders` (as `watch_plan` watches them within `budget`)
+    until `stop` is set; returns how many batches were seen. Edits made while regenerating make the next
+    batch."""
+    batches, plan = 0, watch_plan(folders, budget=budget)
+    if plan.note:
+        log(plan.note)
+    for changes in watch_edits(folders, stop, quiet_ms=quiet_ms, ready=ready, plan=plan):
         batches += 1
         start = time.monotonic()
         if regenerate_safely(regenerate, log):

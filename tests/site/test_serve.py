@@ -114,7 +114,7 @@ def watch(repo) -> Iterator[Callable[..., Watcher]]:
     stop = threading.Event()
     threads: list[threading.Thread] = []
 
-    def start(regenerate: Callable[[], None] = lambda: None) -> Watcher:
+    def start(regenerate: Callable[[], None] = lambda: None, budget: int | None = None) -> Watcher:
         watcher = Watcher()
 
         def counted() -> None:
@@ -124,7 +124,7 @@ def watch(repo) -> Iterator[Callable[..., Watcher]]:
         ready = threading.Event()
         folders = [repo / "challenges", repo / "site" / "templates", repo / "site" / "assets"]
         thread = threading.Thread(target=serve.regenerate_on_edits, args=(folders, counted, watcher.log.append, stop),
-                                  kwargs={"ready": ready.set}, daemon=True)
+                                  kwargs={"ready": ready.set, "budget": budget}, daemon=True)
         thread.start()
         threads.append(thread)
         assert ready.wait(20), "the watcher was never set up"
@@ -184,6 +184,37 @@ def test_broken_yaml_logs_one_line_and_keeps_serving(repo, watch):
     phase.write_text(good)
     edit_intro(repo, "Segment every ellipsoid", "Find every ellipsoid")
     wait_until(lambda: "Find every ellipsoid" in staged(repo))
+
+
+def test_past_the_watch_budget_results_are_watched_through_git(repo, watch):
+    """A million results are 400,000 folders, past the system's inotify watches: the server then watches the
+    challenges' own files and other folders, and git's branches, so a commit that brings results regenerates."""
+    git = ["git", "-c", "user.name=R", "-c", "user.email=r@example.org"]
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    write_result(repo, "alice", "v1")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tree"], cwd=repo, check=True)
+    plan = serve.watch_plan([repo / "challenges"], budget=0)
+    results = repo / "challenges" / CHALLENGE / "results"
+    assert results not in plan.deep and results.parent in plan.flat and results.parent / "phases" in plan.deep
+    assert repo / ".git" / "refs" / "heads" in plan.deep and "a commit or a pull regenerates" in plan.note
+    watcher = watch(budget=0)
+    assert plan.note in watcher.log
+    write_result(repo, "bob", "v1")  # not seen until committed
+    assert watcher.settle(max(1.0, 4 * QUIET_S)) == 0
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "bob"], cwd=repo, check=True)
+    assert watcher.settle() == 1
+    edit_intro(repo, "Segment every ellipsoid", "Find every ellipsoid")  # a page: seen at once
+    assert watcher.settle() == 2
+    phase = phase_file(repo)
+    phase.write_text(phase.read_text() + "\n")  # a phase file, in a folder watched with all below it
+    assert watcher.settle() == 3
+
+
+def test_within_the_watch_budget_everything_is_watched(repo):
+    folders = [repo / "challenges", repo / "site" / "templates"]
+    assert serve.watch_plan(folders, budget=10_000) == serve.WatchPlan(folders, [])
 
 
 def test_result_written_through_tmp_is_one_regeneration(repo, watch):
