@@ -14,6 +14,7 @@ or a workflow pays it:
 - `challenge check` on the whole tree (exit status and its first lines);
 - `challenge build` from nothing (page generation and MkDocs); target < 10 minutes;
 - one new result, committed as the runner commits it, then `challenge build` again; target < 10 s;
+- `challenge serve` idle, its whole process tree, over `--serve-seconds`; target < 1 % of a core;
 - the built site's size and files (GitHub Pages: at most 1 GB), and each command's peak memory:
   the largest sum of the resident memory of the command and every process below it, sampled from
   /proc every 0.2 s (so a peak shorter than that can be missed).
@@ -46,6 +47,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from bench_serve import serve_idle
 from bench_site import CHALLENGE, EVALUATION_DOCKERFILE, PHASE_YML, PHASES, REPO, START, result, size
 
 figures: dict[str, float] = {}
@@ -203,6 +205,7 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=10)
     ap.add_argument("--days", type=int, default=730)
     ap.add_argument("--builder", choices=("mkdocs", "zensical"), default="mkdocs")
+    ap.add_argument("--serve-seconds", type=float, default=10.0, help="how long challenge serve is watched idle")
     ap.add_argument("--keep", type=Path, help="work here and keep the repository (default: a temporary folder)")
     ap.add_argument("--reuse-clone", action="store_true",
                     help="with --keep: measure the commands on the last run's checkout (repository figures left out)")
@@ -233,11 +236,17 @@ def main() -> None:
     measured(f"one new result: challenge build ({args.builder})",
              [CHALLENGE, "--root", str(clone), "build", "--builder", args.builder], cwd=clone)
     figures.update({"site bytes": site_bytes, "site files": site_files})
+    start = time.perf_counter()
+    idle = serve_idle(clone, args.serve_seconds)  # its own build first (the cache warm), then idle
+    figures["challenge serve idle share of a core"] = round(idle / args.serve_seconds, 4)
+    print(f"  challenge serve, idle: {idle * 1000:.0f} ms of CPU over {args.serve_seconds:.0f} s, its whole process "
+          f"tree ({time.perf_counter() - start:.0f} s in all, its start and build included)")
     print(f"\nsite: {site_files} files, {site_bytes / 2**20:.0f} MiB")
     cold, one = figures[f"challenge build, from nothing ({args.builder})"], figures[
         f"one new result: challenge build ({args.builder})"]
     checks = {"challenge build from nothing < 10 min": cold < 600, "one new result < 10 s": one < 10,
               "site < 1 GB": site_bytes < 2**30, "challenge check passes": checked.returncode == 0,
+              "challenge serve idle < 1 % of a core": idle / args.serve_seconds < 0.01,
               "widest folder <= 3,000 entries": figures.get("widest folder entries", 0) <= 3000,
               "repository < 10 GB packed": figures.get("clone packed bytes", 0) < 10 * 2**30}
     for name, ok in checks.items():
