@@ -73,26 +73,23 @@ class Store:
 
     # --- submissions -------------------------------------------------------------------------
 
-    def submission_paths(self, slug: str | None = None, *, phase: str = "*", participant: str = "*") -> list[Path]:
+    def submission_paths(self, slug: str | None = None, *, phase: str | None = None,
+                         participant: str | None = None) -> list[Path]:
         """The submission files of challenge `slug` (else of every challenge), of `phase` and `participant`
-        where given (else of all): only the folders named are listed."""
+        where given (else of all): only the folders named are listed, and a folder that is a link is not
+        followed (it may point at another participant's folder)."""
         slugs = [slug] if slug else self.slugs()
-        where = "/".join(name if name == "*" else glob.escape(name) for name in (phase, participant))
-        return sorted(p for s in slugs for p in self.paths.submissions(s).glob(f"{where}/*.yml"))
+        return sorted(Path(p) for s in slugs for p in self._submission_files(s, phase, participant))
 
     def submission_count(self, slug: str) -> int:
         """How many files `submission_paths(slug)` lists, counted from the folders' entries alone (no file is
         looked at: a catalog of 300 challenges counts a million submissions on every build)."""
-        def entries(folder: str) -> list[os.DirEntry[str]]:
-            try:
-                with os.scandir(folder) as found:
-                    return list(found)
-            except (FileNotFoundError, NotADirectoryError):
-                return []
-        return sum(entry.name.endswith(".yml") and not entry.is_dir()
-                   for phase in entries(str(self.paths.submissions(slug))) if phase.is_dir()
-                   for participant in entries(phase.path) if participant.is_dir()
-                   for entry in entries(participant.path))
+        return sum(1 for _ in self._submission_files(slug, None, None))
+
+    def _submission_files(self, slug: str, phase: str | None, participant: str | None) -> Iterator[str]:
+        for phase_folder in _folders(str(self.paths.submissions(slug)), phase):
+            for folder in _folders(phase_folder, participant):
+                yield from (e.path for e in _entries(folder) if e.name.endswith(".yml") and not e.is_dir())
 
     def submission(self, path: Path) -> Submission:
         """Load a submission file; its place in the tree gives challenge, phase and participant."""
@@ -115,7 +112,8 @@ class Store:
             return found.at
         return dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.UTC)
 
-    def pending(self, slug: str | None = None, *, phase: str = "*", participant: str = "*") -> list[Submission]:
+    def pending(self, slug: str | None = None, *, phase: str | None = None,
+                participant: str | None = None) -> list[Submission]:
         """Valid submissions without a result (narrowed as `submission_paths` is). Invalid files are `check`'s
         business, not the queue's. Only files without a result file are read: a tree of a million results
         has a million submissions, nearly all of them answered."""
@@ -298,6 +296,19 @@ def phase_order(phases: dict[str, Phase]) -> dict[str, Phase]:
         ordered[phase.slug] = phase
         waiting.remove(phase)
     return ordered
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as found:
+            return list(found)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _folders(folder: str, name: str | None) -> list[str]:
+    """The folders in `folder` (`name` alone, where given), links to folders left out."""
+    return [e.path for e in _entries(folder) if e.is_dir(follow_symlinks=False) and name in (None, e.name)]
 
 
 def _mtime(path: Path) -> float:
