@@ -22,6 +22,9 @@ import orjson
 
 SHARD_OVER = 50  # results a phase publishes one file each, at most
 SHARD_SIZE = 256  # records a shard holds on average: one fetch of about 100 KB for a result page
+# A record larger than this (a container may write 16 MiB of metrics) is published in a file of its own,
+# which its shard names under ALONE: the 255 other results of the shard are not slowed by it.
+ALONE_OVER, ALONE = 64 * 1024, "$file"
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0x811C9DC5, 0x01000193, 0xFFFFFFFF
 
 
@@ -73,9 +76,15 @@ def result_files(folder: Path, records: Mapping[str, dict[str, Any]]) -> tuple[i
     if not count:
         return 0, {folder / f"{key}.json": json_bytes(record) for key, record in records.items()}
     shards: list[dict[str, dict[str, Any]]] = [{} for _ in range(count)]
+    alone: dict[Path, bytes] = {}
     for key, record in records.items():
+        data = json_bytes(record)
+        if len(data) > ALONE_OVER:  # its shard names its own file instead
+            alone[folder / f"{key}.json"] = data
+            record = {ALONE: f"{key}.json"}
         shards[shard_of(key, count)][key] = record
-    return count, {folder / "shards" / f"{k}.json.gz": gzipped(json_bytes(shard)) for k, shard in enumerate(shards)}
+    return count, alone | {folder / "shards" / f"{k}.json.gz": gzipped(json_bytes(shard))
+                           for k, shard in enumerate(shards)}
 
 
 def read_data(path: Path) -> Any:
@@ -95,4 +104,8 @@ def read_result(folder: Path, key: str) -> dict[str, Any] | None:
     if not shards:
         return None
     shard: dict[str, dict[str, Any]] = read_data(folder / "shards" / f"{shard_of(key, len(shards))}.json.gz")
-    return shard.get(key)
+    record = shard.get(key)
+    if record is not None and record.get(ALONE) == f"{key}.json":
+        alone: dict[str, Any] = read_data(folder / f"{key}.json")
+        return alone
+    return record

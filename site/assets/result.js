@@ -251,7 +251,8 @@
     var shards = Number(view.dataset.shards || 0), one = shards
       ? C.json(o.results + "shards/" + shardOf(id, shards) + ".json.gz").then(function (all) {
         if (!Object.prototype.hasOwnProperty.call(all, id)) throw new Error("missing");
-        return all[id];
+        // A large record is published alone; its shard names the file (datafiles.ALONE).
+        return all[id].$file === id + ".json" ? C.json(o.results + id + ".json") : all[id];
       })
       : C.json(o.results + id + ".json");
     Promise.all([one, C.json(view.dataset.board).catch(function () { return null; })])

@@ -56,6 +56,21 @@ def test_a_large_phase_publishes_its_results_in_gzipped_shards(scored, monkeypat
     assert "data-shards" not in single[f"{folder}/view.md"].decode()
 
 
+def test_a_large_record_is_published_alone_and_its_shard_names_it(scored, monkeypatch):
+    """A container may write 16 MiB of metrics: in a shard they would slow every other result of it."""
+    monkeypatch.setattr(datafiles, "SHARD_OVER", 0)
+    monkeypatch.setattr(datafiles, "ALONE_OVER", 2000)
+    add_result(scored, "carol", "v1", 0.9, cases=[0.9] * 200)  # 200 per-case values: past 2,000 bytes
+    commit(scored, "2026-03-02T10:00:00Z")
+    config = SiteConfig.read(scored)
+    generate(scored)
+    folder = config.stage / CHALLENGE / "results" / PHASE
+    shard = datafiles.read_data(folder / "shards" / "0.json.gz")
+    assert shard["carol/v1"] == {"$file": "carol/v1.json"} and "case" in shard["bob/v1"]["metrics"]
+    assert datafiles.read_result(folder, "carol/v1")["metrics"]["case"]["case-199"]["dice"] == 0.9
+    assert not (folder / "bob" / "v1.json").exists()
+
+
 def test_a_result_on_the_site_holds_no_signature(scored):
     record = json.loads(generate(scored)[f"{CHALLENGE}/results/{PHASE}/bob/v2.json"])
     assert "signature" not in record and record["verification"]["reason"]  # checked at build, kept in the repo

@@ -21,20 +21,23 @@ TEAMS = [f"team-{n}" for n in range(6)]
 
 @pytest.fixture(scope="module")
 def site_url(tmp_path_factory) -> Iterator[str]:
-    """A site whose phase keeps its six results in eight shards and draws two rows a table, on 127.0.0.1."""
+    """A site whose phase keeps its six results in eight shards (one large one alone) and draws two rows a
+    table, on 127.0.0.1."""
     repo = prepare_workspace(REPO, tmp_path_factory.mktemp("sharded") / "repo")
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     for n, participant in enumerate(TEAMS):
         dice = 0.9 - n / 10
-        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.05, dice + 0.05])
+        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.05, dice + 0.05] * (100 if n == 2 else 1))
     commit(repo, "2026-03-01T10:00:00Z")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(datafiles, "SHARD_OVER", 0)
         patch.setattr(datafiles, "SHARD_SIZE", 1)
         patch.setattr(pages, "PAGE_ROWS", 2)
+        patch.setattr(datafiles, "ALONE_OVER", 4000)  # team-2's 300 per-case values: in a file of its own
         generate(repo)
     site = build_site(SiteConfig.read(repo))
     assert len(list((site / CHALLENGE / "results" / PHASE / "shards").glob("*.json.gz"))) == 8
+    assert (site / CHALLENGE / "results" / PHASE / "team-2" / "v1.json").is_file()
     with served(site) as url:
         yield url
 
