@@ -1,8 +1,9 @@
 """The data files beside the site's pages: how they are encoded, and where a phase's result records sit.
 
 The data files are most of a site's bytes (GitHub Pages takes at most 1 GB). A small phase publishes
-each result as `<participant>/<submission>.json`, readable at a plain URL. A phase with more than
-SHARD_OVER results publishes them in hash-addressed shards instead, `shards/<k>.json.gz`, each a
+each result as `<participant>/<submission>.json`, and its table and bootstrap as JSON, readable at
+plain URLs. A phase with more than SHARD_OVER results gzips its table and bootstrap (`data_file`), and
+publishes its results in hash-addressed shards instead, `shards/<k>.json.gz`, each a
 gzipped JSON object {participant/submission: record} of about SHARD_SIZE records: the number of
 files grows with the results by 1/SHARD_SIZE, a new result rewrites one shard, and gzip takes the
 records to about a fifth (their keys and the phase's shared provenance repeat). The result viewer
@@ -41,6 +42,18 @@ def gzipped(data: bytes) -> bytes:
     """`data` gzipped with no time in its header, so the same data gives the same bytes (an unchanged
     shard is not written again) and one fetch decompresses it in the browser."""
     return gzip.compress(data, compresslevel=6, mtime=0)
+
+
+def data_suffix(records: int) -> str:
+    """How a phase of `records` results publishes its table and bootstrap: as .json, or gzipped as .json.gz
+    past SHARD_OVER results (a fifth of the bytes; the scripts read both)."""
+    return ".json" if records <= SHARD_OVER else ".json.gz"
+
+
+def data_file(stem: str, data: bytes, *, records: int) -> tuple[str, bytes]:
+    """The name and bytes of a phase's data file `stem` holding the JSON `data`, as `data_suffix` says."""
+    suffix = data_suffix(records)
+    return f"{stem}{suffix}", data if suffix == ".json" else gzipped(data)
 
 
 def shard_count(records: int) -> int:
@@ -89,7 +102,10 @@ def result_files(folder: Path, records: Mapping[str, dict[str, Any]]) -> tuple[i
 
 def read_data(path: Path) -> Any:
     """A data file as the site's scripts read it: JSON, gunzipped where it is gzipped."""
-    data = path.read_bytes()
+    return read_data_bytes(path.read_bytes())
+
+
+def read_data_bytes(data: bytes) -> Any:
     return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 

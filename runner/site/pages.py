@@ -42,7 +42,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, code, phase_key, signers
 from runner.site.catalog import CatalogEntry, catalog_entry
-from runner.site.datafiles import gzipped, json_bytes, result_files
+from runner.site.datafiles import data_file, data_suffix, gzipped, json_bytes, result_files
 from runner.site.facts import (
     METHOD_NAMES,
     JobDuration,
@@ -135,6 +135,7 @@ class PhasePage:
     details: dict[str, SubmissionDetails] = field(default_factory=dict)  # participant/id -> title, links
     supplementary: set[str] = field(default_factory=set)  # participant/id whose PDF is published beside it
     shards: int = 0  # how many shards hold the phase's result records (0: one file each; `datafiles`)
+    data_suffix: str = ".json"  # of its table's and bootstrap's files: .json, or .json.gz for a large phase
     trail: Trail = field(default_factory=lambda: Trail({}, {}, [], []))
     duration: JobDuration | None = None  # the algorithm's mean running time over the results shown
 
@@ -293,7 +294,8 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         snapshots = _snapshots(run, phase, folder, results, excluded, made)
         uncertainty = _uncertainty(run, phase, board, results)
         if uncertainty is not None:
-            run.wanted[folder / "uncertainty.json"] = uncertainty
+            name, data = data_file("uncertainty", uncertainty, records=len(results))
+            run.wanted[folder / name] = data
         page = PhasePage(challenge, phase, board, None, [], snapshots, json.loads(uncertainty) if uncertainty else None,
                          details=about, supplementary=pdfs, trail=trail)
     else:
@@ -301,7 +303,8 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         ranked = [r for r in results if f"{r.participant}/{r.submission}" not in excluded]
         table, header = withheld_records(ranked, status), WITHHELD_FIELDS
         page = PhasePage(challenge, phase, board, status, table, [], details=about, supplementary=pdfs, trail=trail)
-    run.wanted[folder / "leaderboard.json"] = json_bytes(table)
+    name, data = data_file("leaderboard", json_bytes(table), records=len(results))
+    run.wanted[folder / name] = data
     run.wanted[folder / "leaderboard.csv"] = to_csv(table, header).encode()
     publics, published_records = [], {}
     for result in results:
@@ -324,7 +327,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
         run.left_out.append(f"{challenge.slug}/{phase.slug}: {len(sealed)} result(s) published without their sealed "
                             "part (scores, per-case values): build with the publish key (CHALLENGE_PUBLISH_KEY)")
     # Public records: withheld times count for none.
-    page = replace(page, duration=average_job_duration(publics), shards=shards)
+    page = replace(page, duration=average_job_duration(publics), shards=shards, data_suffix=data_suffix(len(results)))
     run.wanted[folder.parent / f"{phase.slug}.md"] = _render(run, "leaderboard.md.j2", page=page)
     run.wanted[viewer / "view.md"] = _render(run, "result.md.j2", page=page)
 

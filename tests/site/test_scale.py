@@ -53,6 +53,9 @@ def test_a_large_phase_publishes_its_results_in_gzipped_shards(scored, monkeypat
         assert f"{folder}/{key}.json" not in sharded
     assert sum(len(records) for records in shards.values()) == 3
     assert 'data-shards="4"' in sharded[f"{folder}/view.md"].decode()
+    board = f"{CHALLENGE}/leaderboard/{PHASE}/leaderboard"
+    assert datafiles.read_data_bytes(sharded[f"{board}.json.gz"]) == json.loads(single[f"{board}.json"])
+    assert f"{board}.json" not in sharded and "leaderboard.json.gz" in sharded[f"{folder}/view.md"].decode()
     assert "data-shards" not in single[f"{folder}/view.md"].decode()
 
 

@@ -38,6 +38,7 @@ def site_url(tmp_path_factory) -> Iterator[str]:
     site = build_site(SiteConfig.read(repo))
     assert len(list((site / CHALLENGE / "results" / PHASE / "shards").glob("*.json.gz"))) == 8
     assert (site / CHALLENGE / "results" / PHASE / "team-2" / "v1.json").is_file()
+    assert (site / CHALLENGE / "leaderboard" / PHASE / "leaderboard.json.gz").is_file()  # what "Show all" reads
     with served(site) as url:
         yield url
 
