@@ -16,8 +16,8 @@ or a workflow pays it:
 - one new result, committed as the runner commits it, then `challenge build` again; target < 10 s;
 - `challenge serve` idle, its whole process tree, over `--serve-seconds`; target < 1 % of a core;
 - the built site's size and files (GitHub Pages: at most 1 GB), and each command's peak memory:
-  the largest sum of the resident memory of the command and every process below it, sampled from
-  /proc every 0.2 s (so a peak shorter than that can be missed).
+  the largest sum of the proportional set sizes of the command and every process below it (forked
+  workers' shared pages counted once), sampled from /proc every 0.2 s (a shorter peak can be missed).
 
 Left out: the network (a clone here reads a local repository over git's own protocol), GitHub's
 own packing on the server, the Docker evaluations (bench_evaluate measures those).
@@ -60,13 +60,16 @@ def stage(name: str, seconds: float, peak: int | None = None) -> None:
     print(f"  {name:<52} {seconds:9.2f} s{memory}", flush=True)
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and every process below it, from /proc."""
+def tree_memory(pid: int) -> int:
+    """Bytes of memory `pid` and every process below it hold, from /proc: each one's proportional set size
+    (a page shared by n processes counts 1/n in each), so forked workers sharing their parent's pages are
+    not counted once per worker as resident sizes would."""
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
         try:
-            total += int(Path(f"/proc/{current}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
+            total += int(rollup.split("\nPss:", 1)[1].split()[0]) * 1024
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo.extend(int(c) for c in (task / "children").read_text().split())
         except (FileNotFoundError, ProcessLookupError):
@@ -82,7 +85,7 @@ def measured(name: str, argv: list[str], *, cwd: Path, check: bool = True) -> su
 
     def sample() -> None:
         while not done.wait(0.2):
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            peak[0] = max(peak[0], tree_memory(proc.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
