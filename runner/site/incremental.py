@@ -36,12 +36,12 @@ Run as `python -m runner.site.incremental CONFIG CACHE [--strict]` from the fold
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import logging
 import os
 import pickle
 import shutil
 import sys
+import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -368,13 +368,17 @@ def _nav_hash(nav: Navigation, pages: list[Page]) -> str:
 
 
 def _site_hash(config_file: Path, config: MkDocsConfig) -> str:
-    """The configuration files, the theme's overrides, and the versions of what renders the site."""
+    """The configuration files, the theme's overrides, and the code that renders the site: this module and
+    what it imports, and every library module loaded once the configuration is (MkDocs, the theme, the
+    Markdown extensions it names), by its file's size and time: an upgrade rewrites them. Read from what
+    is loaded, so a new extension in mkdocs.yml counts without anyone listing it."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    files = ((name, getattr(module, "__file__", None)) for name, module in list(sys.modules.items()))
+    loaded = sorted((name, file) for name, file in files if isinstance(file, str) and not file.startswith(stdlib))
     parts: list[str | bytes] = [code_key([__name__])]
-    for name in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions", "jinja2"):  # what converts, renders
-        try:
-            parts.append(importlib.metadata.version(name))
-        except importlib.metadata.PackageNotFoundError:
-            parts.append("")
+    for name, file in loaded:
+        info = os.stat(file)
+        parts.append(f"{name} {info.st_size} {info.st_mtime_ns}")
     parts += [config_file.read_bytes()]
     parent = config_file.parent / "mkdocs.yml"
     parts += [parent.read_bytes()] if parent.is_file() else []
