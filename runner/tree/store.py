@@ -124,11 +124,9 @@ class Store:
             if answered.exists():
                 continue
             try:
-                submission = self.submission(path)
+                out.append(self.submission(path))  # its place gave `answered`: no second look is needed
             except ModelError:
                 continue
-            if not self.result_path(submission).exists():
-                out.append(submission)
         return out
 
     # --- results -----------------------------------------------------------------------------
