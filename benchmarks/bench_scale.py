@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import shutil
@@ -48,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench_serve import serve_idle
-from bench_site import CHALLENGE, EVALUATION_DOCKERFILE, PHASE_YML, PHASES, REPO, START, result, size
+from bench_site import CHALLENGE, EVALUATION_DOCKERFILE, PHASE_YML, PHASES, REPO, START, finish, result, size
 
 figures: dict[str, float] = {}
 GIT = ["git", "-c", "user.name=Runner", "-c", "user.email=runner@example.org"]
@@ -252,12 +251,7 @@ def main() -> None:
               "challenge serve idle < 1 % of a core": idle / args.serve_seconds < 0.01,
               "widest folder <= 3,000 entries": figures.get("widest folder entries", 0) <= 3000,
               "repository < 10 GB packed": figures.get("clone packed bytes", 0) < 10 * 2**30}
-    for name, ok in checks.items():
-        print(f"{'PASS' if ok else 'FAIL'}  {name}")
-    print(json.dumps(figures))
-    if not args.keep:
-        shutil.rmtree(work)
-    sys.exit(0 if all(checks.values()) else 1)
+    finish(checks, dict(figures), work=None if args.keep else work)
 
 
 if __name__ == "__main__":

@@ -285,12 +285,17 @@ def main() -> None:
               "whole build < 5 min": whole < 300, "one new result to a built site < 3 s": one < 3,
               "challenge check passes": checked.returncode == 0,
               "site < 1 GB": site_bytes < 2**30, "builder RSS < 1 GB": rss < 2**20}
+    finish(checks, {"times_s": {k: round(v, 2) for k, v in times.items()}, "site_bytes": site_bytes,
+                    "site_files": site_files, "builder_peak_rss_kib": rss, "baseline_peak_rss_kib": base_rss,
+                    "ratio_to_baseline": round(ratio, 2)}, work=None if args.keep else work)
+
+
+def finish(checks: dict[str, bool], figures: dict[str, object], *, work: Path | None) -> None:
+    """Each target PASS or FAIL, the figures as one JSON line, `work` removed; exits 1 if a target failed."""
     for name, ok in checks.items():
         print(f"{'PASS' if ok else 'FAIL'}  {name}")
-    print(json.dumps({"times_s": {k: round(v, 2) for k, v in times.items()}, "site_bytes": site_bytes,
-                      "site_files": site_files, "builder_peak_rss_kib": rss, "baseline_peak_rss_kib": base_rss,
-                      "ratio_to_baseline": round(ratio, 2)}))
-    if not args.keep:
+    print(json.dumps(figures))
+    if work is not None:
         shutil.rmtree(work)
     sys.exit(0 if all(checks.values()) else 1)
 
