@@ -6,13 +6,16 @@ history backwards from HEAD, undoing each commit's changes, so every past state 
 comes from a single pass; blobs are read once each through `git cat-file --batch`.
 Dates are committer dates in UTC; a day's state is the one after its last commit.
 
-History only grows, so a cache file (optional) keeps the parsed log and every phase's files at the
-commit it was read at: when HEAD has moved on along its first parents, only the new commits are read.
+History only grows, so a cache folder (optional) keeps each phase's log and files apart, beside an
+index of every phase's snapshot days and the commit it was read at: when HEAD has moved on along its first
+parents, only the new commits are read, and only the phases they touched are read from the cache and
+written again (a tree of a million results has 600 phases: a new result costs one).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import pickle
 import subprocess
 from collections.abc import Iterator
@@ -26,6 +29,7 @@ from runner.tree.paths import CHALLENGES, RESULT_PATH, phase_of_result
 from runner.tree.records import write_atomic
 from runner.tree.result_model import Result, parse_result, parse_time
 from runner.tree.store import Store
+from runner.tree.worktree import WorkingTree, working_tree
 
 MAX_SNAPSHOTS = 20
 # The code that reads the log and decides what a result's path is: a cache written by other code is read again.
@@ -48,19 +52,16 @@ class Snapshot:
     day: dt.date
     commit: str
     files: State
+    at: dt.datetime  # when `commit` was committed
 
 
 # A commit's change to one result file: its path, the blob before the commit (None: the commit added the
-# file) and after it (None: the commit deleted it). A plain tuple, not a NamedTuple: the cache holds
-# tens of thousands, and pickle writes and reads plain tuples of text without calling back into Python.
+# file) and after it (None: the commit deleted it). Plain tuples, not NamedTuples: the cache holds a
+# million, and pickle writes and reads plain tuples of text without calling back into Python.
 _Change = tuple[str, str | None, str | None]
-
-
-@dataclass(frozen=True)
-class _Commit:
-    sha: str
-    at: dt.datetime
-    changes: list[_Change]
+_Entry = tuple[str, dt.datetime, list[_Change]]  # a commit that touched a phase: sha, time, its changes there
+_Log = tuple[State, list[_Entry]]  # a phase's files at HEAD, and the commits that touched them, newest first
+_Days = list[tuple[dt.date, str]]  # a phase's snapshot days and the last commit of each, oldest first
 
 
 def parse_when(text: str) -> dt.datetime:
@@ -74,53 +75,53 @@ def parse_when(text: str) -> dt.datetime:
 
 
 class History:
-    """The results' history in the git repository that holds `store`'s tree."""
+    """The results' history in the git repository that holds `store`'s tree. `cache`: a folder keeping it."""
 
     def __init__(self, store: Store, limit: int = MAX_SNAPSHOTS, *, cache: Path | None = None):
         self.store, self.limit, self.cache = store, limit, cache
         self._blobs: dict[str, Result | None] = {}
         self._read_phases: set[str] = set()  # phases whose snapshots' blobs `results` has read
-        self._days: dict[str, dict[dt.date, tuple[str, State]]] = {}  # per phase, as `snapshots` found them
-        self._unchanged: State | None = None
-        self._commits: list[_Commit] | None = None
-        self._head_states: dict[str, State] | None = None
-        self._by_phase: dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]] | None = None
+        self._days: dict[str, dict[dt.date, tuple[str, State, dt.datetime]]] = {}  # per phase, as `snapshots` found
+        self._index: dict[str, tuple[str, _Days]] | None = None  # per phase: its newest commit and snapshot days
+        self._logs: dict[str, _Log] = {}  # the phases' logs read so far (all of them where no cache keeps them)
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
-        self._versions: dict[str, list[tuple[dt.datetime, str]]] | None = None  # files that held several records
-        self._times: dict[str, dt.datetime] | None = None  # each commit's time, by sha
+        self._versions: dict[str, dict[str, list[tuple[dt.datetime, str]]]] = {}  # per phase, files of several records
         self._signed: dict[str, dt.datetime | None] = {}  # a past record's verified signing time, by blob
+        self._worktree: tuple[WorkingTree | None] | None = None
         self.read_from_git: list[str] = []  # the blobs read from git, in order: what reading history cost
         self.git_commands: list[tuple[str, ...]] = []  # each git command's arguments, in order: the rest of it
 
     def results_as_of(self, slug: str, phase: str, when: dt.datetime) -> list[Result]:
         """The phase's results as committed at the last commit at or before `when`."""
-        for commit, states in self._walk():
-            if commit.at <= when:
-                return self._results(states.get(_key(slug, phase), {}), commit.at)
+        head, log = self._log(_key(slug, phase))
+        state = dict(head)
+        for _, at, changes in log:  # newest first; `state` is just after this commit
+            if at <= when:
+                return self._results(state, at)
+            for path, before, _ in changes:
+                _set(state, path, before)
         return []
 
     def snapshot_days(self, slug: str, phase: str) -> list[tuple[dt.date, str]]:
-        """The days and commits of `snapshots`, from the log alone: no state is rebuilt."""
-        days: dict[dt.date, str] = {}
-        for commit, _ in self._phase_log().get(_key(slug, phase), []):
-            if commit.at.date() not in days and len(days) < self.limit:
-                days[commit.at.date()] = commit.sha
-        return sorted(days.items())
+        """The days and commits of `snapshots`, from the index alone: no phase's log is read."""
+        found = self._phase_index().get(_key(slug, phase))
+        return list(found[1]) if found else []
 
     def snapshots(self, slug: str, phase: str) -> list[Snapshot]:
         """The phase's state at the end of each of the last `limit` days its results changed,
-        oldest first. Only this phase's changes are undone: a rebuild that ranks one phase
-        again does not rebuild every phase's history."""
+        oldest first. Only this phase's log is read and its changes undone: a rebuild that ranks one
+        phase again does not rebuild every phase's history."""
         key = _key(slug, phase)
         if key not in self._days:
-            state, days = dict(self._heads().get(key, {})), dict[dt.date, tuple[str, State]]()
-            for commit, changes in self._phase_log().get(key, []):  # newest first; `state` is just after it
-                if commit.at.date() not in days and len(days) < self.limit:
-                    days[commit.at.date()] = (commit.sha, dict(state))
-                for path, before in changes:
+            head, log = self._log(key)
+            state, days = dict(head), dict[dt.date, tuple[str, State, dt.datetime]]()
+            for sha, at, changes in log:  # newest first; `state` is just after it
+                if at.date() not in days and len(days) < self.limit:
+                    days[at.date()] = (sha, dict(state), at)
+                for path, before, _ in changes:
                     _set(state, path, before)
             self._days[key] = days
-        return [Snapshot(key, day, sha, state) for day, (sha, state) in sorted(self._days[key].items())]
+        return [Snapshot(key, day, sha, state, at) for day, (sha, state, at) in sorted(self._days[key].items())]
 
     def results(self, snapshot: Snapshot, current: dict[str, Result] | None = None) -> list[Result]:
         """The snapshot's results. The first call for a phase reads the files of all its snapshots
@@ -130,83 +131,126 @@ class History:
         if snapshot.phase not in self._read_phases:
             self._read_phases.add(snapshot.phase)
             if current:
-                head = self._unchanged_at_head()
+                head = self._unchanged_at_head(snapshot.phase)
                 self._blobs.update({head[path]: result for path, result in current.items()
                                     if path in head and head[path] not in self._blobs})
-            self._read({blob for _, state in self._days.get(snapshot.phase, {}).values() for blob in state.values()})
+            self._read({blob for _, state, _ in self._days.get(snapshot.phase, {}).values() for blob in state.values()})
         self._read(set(snapshot.files.values()))
-        return self._results(snapshot.files, self._committed_at()[snapshot.commit])
+        return self._results(snapshot.files, snapshot.at)
 
-    def _unchanged_at_head(self) -> State:
-        """The result files at HEAD (path -> blob) that the working tree holds unchanged (`git diff`
-        compares by the index's file times and sizes, reading only files whose times changed)."""
-        if self._unchanged is None:
-            changed = set(self._git("diff", "--name-only", "-z", "--no-renames", "HEAD", "--", CHALLENGES).split("\0"))
-            self._unchanged = {path: blob for state in self._heads().values() for path, blob in state.items()
-                               if path not in changed}
-        return self._unchanged
+    def worktree(self) -> WorkingTree | None:
+        """What the working tree holds unlike HEAD under the challenges (`runner.tree.worktree`), asked once."""
+        if self._worktree is None:
+            self._worktree = (working_tree(self.store.root, CHALLENGES),)
+        return self._worktree[0]
 
-    def _heads(self) -> dict[str, State]:
-        """Every phase's state at HEAD (read once; copy before changing it)."""
-        if self._head_states is None:
+    def _unchanged_at_head(self, phase: str) -> State:
+        """The phase's result files at HEAD (path -> blob) that the working tree holds unchanged."""
+        tree = self.worktree()
+        head = self._log(phase)[0]
+        return {} if tree is None else {path: blob for path, blob in head.items() if not tree.differs(path)}
+
+    def _log(self, phase: str) -> _Log:
+        """The phase's files at HEAD and its commits, newest first: from memory, else from the cache."""
+        index = self._phase_index()
+        if phase not in self._logs:
+            kept = self._read_log(phase, index[phase][0]) if phase in index else ({}, [])
+            if kept is None:  # the cache lost it: read from git whole
+                self._load(whole=True)
+                return self._logs.get(phase, ({}, []))
+            self._logs[phase] = kept
+        return self._logs[phase]
+
+    def _phase_index(self) -> dict[str, tuple[str, _Days]]:
+        if self._index is None:
             self._load()
-        assert self._head_states is not None
-        return self._head_states
+        assert self._index is not None
+        return self._index
 
-    def _phase_log(self) -> dict[str, list[tuple[_Commit, list[tuple[str, str | None]]]]]:
-        """Per phase, the commits that touched its results, newest first, with those changes only."""
-        if self._by_phase is None:
-            self._by_phase = {}
-            for commit in self._log():
-                for path, before, _ in commit.changes:
-                    log = self._by_phase.setdefault(_phase_of(path), [])
-                    if not log or log[-1][0] is not commit:
-                        log.append((commit, []))
-                    log[-1][1].append((path, before))
-        return self._by_phase
-
-    def _walk(self) -> Iterator[tuple[_Commit, dict[str, State]]]:
-        """Each commit that touched results, newest first, with every phase's state just after
-        it. The states are undone in place as the walk goes on: copy what you keep."""
-        states = {phase: dict(state) for phase, state in self._heads().items()}
-        for commit in self._log():
-            yield commit, states
-            for path, before, _ in commit.changes:
-                _set(states.setdefault(_phase_of(path), {}), path, before)
-
-    def _log(self) -> list[_Commit]:
-        """The commits that touched results, newest first (read once)."""
-        if self._commits is None:
-            self._load()
-        assert self._commits is not None
-        return self._commits
-
-    def _load(self) -> None:
-        """The log and the states at HEAD: from the cache where HEAD descends from the commit it was
-        read at along first parents (only the new commits are read), else from git whole."""
+    def _load(self, *, whole: bool = False) -> None:
+        """The index, and the logs of the phases that changed: from the cache where HEAD descends from the
+        commit it was read at along first parents (only the new commits are read, and only the phases they
+        touched are read from the cache), else from git whole. The cache's phase files are written before its
+        index: one whose newest commit is not the index's is read again from git."""
         shallow, head = self._git("rev-parse", "--is-shallow-repository", "HEAD").split()
-        kept = self._cached() if shallow == "false" else None  # a shallow clone's oldest commit adds everything
+        # A shallow clone's oldest commit adds every file: its log is no history to keep.
+        kept = None if whole or shallow == "true" else self._cached_index()
         new = self._since(kept[0], head) if kept else None
-        if kept and new is not None:
-            commits, states = [*new, *kept[1]], {phase: dict(state) for phase, state in kept[2].items()}
-            for commit in reversed(new):  # oldest first
-                for path, _, after in commit.changes:
-                    _set(states.setdefault(_phase_of(path), {}), path, after)
+        if kept is None or new is None:
+            logs = self._from_git(head)
+            self._index, self._logs = {}, logs
         else:
-            commits, states = list(self._git_log(head)), self._head(head)
-        self._commits, self._head_states = commits, states
+            found = self._updated(kept[1], new)
+            if found is None:  # the cache lost a phase the new commits touched
+                return self._load(whole=True)
+            logs, self._index = found, dict(kept[1])
+            self._logs.update(logs)
+        self._index.update({phase: (_newest(log), _snapshot_days(log[1], self.limit)) for phase, log in logs.items()})
         if self.cache is not None and shallow == "false" and not (kept and kept[0] == head):
-            write_atomic(self.cache, pickle.dumps((_CODE, head, commits, states), pickle.HIGHEST_PROTOCOL),
-                         durable=False)
+            self._write(head, logs, whole=new is None)
 
-    def _cached(self) -> tuple[str, list[_Commit], dict[str, State]] | None:
+    def _updated(self, index: dict[str, tuple[str, _Days]], new: list[_Entry]) -> dict[str, _Log] | None:
+        """The logs of the phases the `new` commits (newest first) touched, each read from the cache and the
+        commits applied; None where the cache lacks one."""
+        touched: dict[str, list[_Entry]] = {}
+        for sha, at, changes in new:
+            for phase, mine in _by_phase(changes).items():
+                touched.setdefault(phase, []).append((sha, at, mine))
+        logs = {}
+        for phase, entries in touched.items():
+            old = self._read_log(phase, index[phase][0]) if phase in index else ({}, [])
+            if old is None:
+                return None
+            state = dict(old[0])
+            for _, _, changes in reversed(entries):  # oldest first
+                for path, _, after in changes:
+                    _set(state, path, after)
+            logs[phase] = (state, [*entries, *old[1]])
+        return logs
+
+    def _from_git(self, head: str) -> dict[str, _Log]:
+        """Every phase's log, read from git whole."""
+        logs: dict[str, _Log] = {phase: (state, []) for phase, state in self._head(head).items()}
+        for sha, at, changes in self._git_log(head):
+            for phase, mine in _by_phase(changes).items():
+                logs.setdefault(phase, ({}, []))[1].append((sha, at, mine))
+        return logs
+
+    def _write(self, head: str, logs: dict[str, _Log], *, whole: bool) -> None:
+        assert self.cache is not None and self._index is not None
+        if whole and self.cache.is_dir():
+            for stale in self.cache.glob("*.pickle"):
+                stale.unlink()
+        for phase, log in logs.items():
+            write_atomic(self._log_file(phase), pickle.dumps((_CODE, phase, log), pickle.HIGHEST_PROTOCOL),
+                         durable=False)
+        write_atomic(self.cache / "index.pickle", pickle.dumps((_CODE, self.limit, head, self._index),
+                                                               pickle.HIGHEST_PROTOCOL), durable=False)
+
+    def _log_file(self, phase: str) -> Path:
+        assert self.cache is not None
+        return self.cache / f"{hashlib.sha256(phase.encode()).hexdigest()[:32]}.pickle"
+
+    def _cached_index(self) -> tuple[str, dict[str, tuple[str, _Days]]] | None:
         try:
-            version, head, commits, states = pickle.loads(self.cache.read_bytes()) if self.cache else (0, "", [], {})
+            code, limit, head, index = pickle.loads((self.cache / "index.pickle").read_bytes()) if self.cache \
+                else ("", 0, "", {})
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
             return None
-        return (head, commits, states) if version == _CODE else None
+        return (head, index) if (code, limit) == (_CODE, self.limit) else None
 
-    def _since(self, old: str, head: str) -> list[_Commit] | None:
+    def _read_log(self, phase: str, newest: str) -> _Log | None:
+        """A phase's log as the cache keeps it, or None where it lacks it or holds another (`newest`: its
+        newest commit as the index says)."""
+        if self.cache is None:
+            return None
+        try:
+            code, kept, log = pickle.loads(self._log_file(phase).read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+            return None
+        return log if (code, kept) == (_CODE, phase) and _newest(log) == newest else None
+
+    def _since(self, old: str, head: str) -> list[_Entry] | None:
         """The commits after `old` on HEAD's first-parent line, newest first; None where `old` is not on it
         (history rewritten, another branch)."""
         if old == head:
@@ -224,7 +268,7 @@ class History:
                 states.setdefault(_phase_of(path), {})[path] = meta.split()[2]
         return states
 
-    def _git_log(self, commits: str) -> Iterator[_Commit]:
+    def _git_log(self, commits: str) -> Iterator[_Entry]:
         out = self._git("log", "--first-parent", "--diff-merges=first-parent", "--relative", "--raw",
                         "--no-abbrev", "--no-renames", "--format=%x00%H %cI", commits, "--", CHALLENGES)
         for block in out.split("\0")[1:]:
@@ -233,7 +277,7 @@ class History:
             changes = [_change(line) for line in lines if line.startswith(":")]
             changes = [change for change in changes if _is_result(change[0])]
             if changes:
-                yield _Commit(sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes)
+                yield sha, dt.datetime.fromisoformat(when).astimezone(dt.UTC), changes
 
     def _results(self, state: State, at: dt.datetime) -> list[Result]:
         """The results of `state`, committed at `at`, the store admits (with a verifier: those that verify, and
@@ -252,7 +296,7 @@ class History:
             return False
         signed = parse_time(result.provenance.signed_at)
         return any(committed <= at and (when := self._signed_time(path, blob)) is not None and when > signed
-                   for committed, blob in self._held().get(path, ()))
+                   for committed, blob in self._held(_phase_of(path)).get(path, ()))
 
     def _signed_time(self, path: str, blob: str) -> dt.datetime | None:
         """`Verifier.signed_time` of a past record, once per blob: snapshots share most of their files."""
@@ -262,22 +306,18 @@ class History:
                                   if record is not None and verifier is not None else None)
         return self._signed[blob]
 
-    def _committed_at(self) -> dict[str, dt.datetime]:
-        if self._times is None:
-            self._times = {commit.sha: commit.at for commit in self._log()}
-        return self._times
-
-    def _held(self) -> dict[str, list[tuple[dt.datetime, str]]]:
-        """Each result file that held more than one record, with when each was committed (their blobs read)."""
-        if self._versions is None:
+    def _held(self, phase: str) -> dict[str, list[tuple[dt.datetime, str]]]:
+        """Each of the phase's result files that held more than one record, with when each was committed
+        (their blobs read)."""
+        if phase not in self._versions:
             held: dict[str, list[tuple[dt.datetime, str]]] = {}
-            for commit in self._log():
-                for path, _, after in commit.changes:
+            for _, at, changes in self._log(phase)[1]:
+                for path, _, after in changes:
                     if after is not None:
-                        held.setdefault(path, []).append((commit.at, after))
-            self._versions = {path: found for path, found in held.items() if len({b for _, b in found}) > 1}
-            self._read({blob for found in self._versions.values() for _, blob in found})
-        return self._versions
+                        held.setdefault(path, []).append((at, after))
+            self._versions[phase] = {path: found for path, found in held.items() if len({b for _, b in found}) > 1}
+            self._read({blob for found in self._versions[phase].values() for _, blob in found})
+        return self._versions[phase]
 
     def _admits(self, path: str, blob: str, result: Result) -> bool:
         if (path, blob) not in self._admitted:
@@ -317,6 +357,26 @@ def _is_result(path: str) -> bool:
 
 def _phase_of(path: str) -> str:
     return phase_of_result(path) or ""
+
+
+def _by_phase(changes: list[_Change]) -> dict[str, list[_Change]]:
+    found: dict[str, list[_Change]] = {}
+    for change in changes:
+        found.setdefault(_phase_of(change[0]), []).append(change)
+    return found
+
+
+def _newest(log: _Log) -> str:
+    return log[1][0][0] if log[1] else ""
+
+
+def _snapshot_days(log: list[_Entry], limit: int) -> _Days:
+    """The last `limit` days of a phase's log (newest first) and the last commit of each, oldest first."""
+    days: dict[dt.date, str] = {}
+    for sha, at, _ in log:
+        if at.date() not in days and len(days) < limit:
+            days[at.date()] = sha
+    return sorted(days.items())
 
 
 def _set(state: State, path: str, blob: str | None) -> None:

@@ -158,17 +158,18 @@ def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):
     assert full.snapshot_days(CHALLENGE, PHASE) == expected and light.snapshot_days(CHALLENGE, "none") == []
 
 
-def _everything(history: History) -> tuple:
-    """What a History tells of the example phase: its log, its snapshots and their results."""
-    snaps = history.snapshots(CHALLENGE, PHASE)
-    return (history._log(), history._heads(), [(s.day, s.commit, s.files) for s in snaps],
+def _everything(history: History, phase: str = PHASE) -> tuple:
+    """What a History tells of a phase: its log, its snapshots and their results."""
+    snaps = history.snapshots(CHALLENGE, phase)
+    return (history._log(f"{CHALLENGE}/{phase}"), [(s.day, s.commit, s.files, s.at) for s in snaps],
+            history.snapshot_days(CHALLENGE, phase),
             [[(r.participant, r.metrics["aggregates"]["dice"]["mean"]) for r in history.results(s)] for s in snaps])
 
 
 def test_the_history_cache_reads_only_new_commits_and_agrees_with_git(history_repo):
-    cache = history_repo / "build" / "history.pickle"
+    cache = history_repo / "build" / "history"
     first = _everything(History(Store(history_repo), cache=cache))
-    assert cache.is_file() and _everything(History(Store(history_repo), cache=cache)) == first
+    assert (cache / "index.pickle").is_file() and _everything(History(Store(history_repo), cache=cache)) == first
     commit(history_repo, "2026-03-08T10:00:00Z")  # carol's result lands
     (history_repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json").unlink()
     commit(history_repo, "2026-03-09T10:00:00Z")  # alice's is removed
@@ -178,18 +179,43 @@ def test_the_history_cache_reads_only_new_commits_and_agrees_with_git(history_re
     assert cached == _everything(History(Store(history_repo)))  # as read from git whole
     ranges = [a for a in logged if ".." in a]
     assert "ls-tree" not in logged and len(ranges) == 1  # the new commits alone; HEAD's files are not listed
-    assert [p for p in cached[1][f"{CHALLENGE}/{PHASE}"]] == [
-        f"challenges/{CHALLENGE}/results/{PHASE}/carol/v1.json"]
+    assert list(cached[0][0]) == [f"challenges/{CHALLENGE}/results/{PHASE}/carol/v1.json"]
 
 
-def test_a_rewritten_history_is_read_whole_again(history_repo):
-    cache = history_repo / "build" / "history.pickle"
+def test_a_new_commit_reads_and_writes_only_the_phases_it_touched(history_repo):
+    cache = history_repo / "build" / "history"
+    Tree(history_repo).phase("test")
+    add_result(history_repo, "erin", "t1", 0.4, phase="test")
+    commit(history_repo, "2026-03-07T10:00:00Z")
+    _everything(History(Store(history_repo), cache=cache))
+    files = {path.name: path.stat().st_mtime_ns for path in cache.glob("*.pickle")}
+    assert len(files) == 3  # the index and one file per phase with results
+    add_result(history_repo, "frank", "t1", 0.45, phase="test")
+    commit(history_repo, "2026-03-08T10:00:00Z")
+    history = History(Store(history_repo), cache=cache)
+    assert history.snapshot_days(CHALLENGE, PHASE) == History(Store(history_repo)).snapshot_days(CHALLENGE, PHASE)
+    assert set(history._logs) == {f"{CHALLENGE}/test"}  # the other phase's log was neither read nor written
+    rewritten = {name for name, at in files.items() if (cache / name).stat().st_mtime_ns != at}
+    assert rewritten == {"index.pickle", history._log_file(f"{CHALLENGE}/test").name}
+    for phase in (PHASE, "test"):
+        assert _everything(history, phase) == _everything(History(Store(history_repo)), phase)
+
+
+def test_a_rewritten_history_or_a_lost_cache_file_is_read_whole_again(history_repo):
+    cache = history_repo / "build" / "history"
     _everything(History(Store(history_repo), cache=cache))
     subprocess.run(["git", "reset", "-q", "--hard", "HEAD~2"], cwd=history_repo, check=True)
     add_result(history_repo, "dave", "v1", 0.3)
     commit(history_repo, "2026-03-10T10:00:00Z")  # HEAD no longer descends from the cached commit
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
-    cache.write_bytes(b"not a pickle")
+    (cache / "index.pickle").write_bytes(b"not a pickle")
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+    History(Store(history_repo), cache=cache).snapshot_days(CHALLENGE, PHASE)
+    History(Store(history_repo), cache=cache)._log_file(f"{CHALLENGE}/{PHASE}").write_bytes(b"lost")
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+    add_result(history_repo, "erin", "v1", 0.2)
+    commit(history_repo, "2026-03-11T10:00:00Z")
+    History(Store(history_repo), cache=cache)._log_file(f"{CHALLENGE}/{PHASE}").unlink()  # and a commit touches it
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
 
 

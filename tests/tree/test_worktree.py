@@ -1,0 +1,76 @@
+"""What the working tree holds unlike HEAD, as git sees it, and the tree ids of folders that hold nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.tree.worktree import working_tree
+
+FOLDERS = ["challenges/a/results/p", "challenges/a/results/q", "challenges/b/results/p"]
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=root,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for folder in FOLDERS:
+        (root / folder / "team").mkdir(parents=True)
+        (root / folder / "team" / "s1.json").write_text("{}\n")
+    (root / ".gitignore").write_text("*.tmp\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "results")
+    return root
+
+
+def ids(root: Path) -> dict[str, str]:
+    tree = working_tree(root, "challenges")
+    assert tree is not None
+    return tree.folder_ids(FOLDERS)
+
+
+def test_a_clean_folder_is_keyed_by_its_tree_at_head(repo):
+    assert ids(repo) == {folder: git(repo, "rev-parse", f"HEAD:{folder}") for folder in FOLDERS}
+
+
+@pytest.mark.parametrize("change", ["modified", "same size", "staged", "deleted", "untracked", "ignored", "folder"])
+def test_any_change_under_a_folder_leaves_it_out_and_only_it(repo, change):
+    team = repo / FOLDERS[0] / "team"
+    if change == "modified":
+        (team / "s1.json").write_text('{"a": 1}\n')
+    elif change == "same size":  # within the same second: git compares content where times cannot tell
+        (team / "s1.json").write_text("[]\n")
+    elif change == "staged":
+        (team / "s1.json").write_text('{"a": 1}\n')
+        git(repo, "add", "-A")
+    elif change == "deleted":
+        (team / "s1.json").unlink()
+    elif change == "untracked":
+        (team / "s2.json").write_text("{}\n")
+    elif change == "ignored":
+        (team / "s2.tmp").write_text("{}\n")
+    else:  # a new participant's folder
+        (team.parent / "other").mkdir()
+        (team.parent / "other" / "s1.json").write_text("{}\n")
+    assert set(ids(repo)) == set(FOLDERS[1:])
+
+
+def test_an_ignored_folder_above_counts_as_a_change(repo):
+    (repo / ".gitignore").write_text("*.tmp\nchallenges/a/results/\n")
+    (repo / FOLDERS[0] / "team" / "s2.json").write_text("{}\n")
+    assert set(ids(repo)) == set(FOLDERS[1:])
+
+
+def test_outside_the_top_of_a_working_tree_git_is_not_asked(repo, tmp_path):
+    assert working_tree(repo / "challenges", "a") is None  # a folder inside it
+    assert working_tree(tmp_path, "challenges") is None  # no repository
+    (tmp_path / "empty").mkdir()
+    git(tmp_path / "empty", "init", "-q")
+    assert working_tree(tmp_path / "empty", "challenges") is None  # no commit yet
