@@ -7,10 +7,10 @@ entries depend on, never what a page says:
 
 - the memo (`Memo`, in that folder): outputs that depend only on their inputs (a dated snapshot of a
   leaderboard, a bootstrap of its ranking, a feed's Atom), under a hash of those inputs;
-- each phase's files whole (`<folder>-phases`), under a key of everything its pages read (`phase_key`);
+- each phase's files whole (`<folder>-phases`), under a key of everything its pages read (`phase_keys`);
 - the staging manifest (`<folder>-stage.pickle`): each phase file's size, time and digest as it was
   staged, so that a staged file found so is neither read nor compared (`Cache.sync`);
-- git history (`<folder>-history.pickle`), which `runner.tree.history` keeps, and the commit that added
+- git history (`<folder>-history/`), which `runner.tree.history` keeps, and the commit that added
   each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps.
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
@@ -33,6 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -41,6 +42,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # i
 from runner.codekey import code_key, file_sha256
 from runner.tree.history import History, HistoryError
 from runner.tree.model import Challenge
+from runner.tree.paths import CHALLENGES
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
 from runner.tree.records import write_atomic
@@ -49,7 +51,7 @@ from runner.tree.store import Store
 T = TypeVar("T")
 Staged = tuple[int, int, str]  # a staged file's size, modification time (ns) and digest, as written
 Made = Callable[[], tuple[dict[Path, bytes], T]]  # computes a phase's files and what else it says
-Pending = tuple[str, Made[object]]  # a phase the cache lacks: its key (`phase_key`) and how to compute it
+Pending = tuple[str, Made[object]]  # a phase the cache lacks: its key (`phase_keys`) and how to compute it
 
 
 class Memo:
@@ -113,13 +115,13 @@ class Cache:
         """The caches in and beside `folder` (None: nothing is kept), their entries keyed by `code` (see `code`)."""
         manifest = folder and folder.with_name(f"{folder.name}-stage.pickle")
         return cls(stage, Memo(folder, code), Memo(folder and folder.with_name(f"{folder.name}-phases"), code),
-                   manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history.pickle"),
+                   manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history"),
                    added=folder and folder.with_name(f"{folder.name}-added.pickle"),
                    staged=_staged(manifest))
 
     def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:
         """A phase's files, put in `wanted`, and what else `make` says of it. Where none of their inputs
-        changed (`key`, from `phase_key`; None: always computed) and the staging folder holds the files as
+        changed (`key`, from `phase_keys`; None: always computed) and the staging folder holds the files as
         the last run wrote them, nothing is computed or read: a new result costs its own phase, not every
         phase's results again."""
         files: dict[Path, bytes] | None = None
@@ -231,25 +233,73 @@ def _precompute_one(index: int) -> dict[str, Staged]:
         return {}
 
 
-def phase_key(history: History, store: Store, challenge: Challenge, phase: Phase, *, now: dt.datetime) -> str | None:
-    """Everything a phase's pages depend on, read without parsing a result: the records, what the
-    policy shows `now`, the code and templates, each file of the challenge's folder but other phases'
-    results and submissions, and the phase's snapshots in git. Result and submission files count by
-    size, time and inode (the runner and git replace them whole; a challenge of a million results has
-    as many submissions, each read for every phase's key before); the few others by content, as an
-    editor may rewrite one within a clock tick.
-    None where results may be sealed: those depend on keys and copies outside the folder, so that
-    phase is always computed."""
-    if withholds(phase):
-        return None
+def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Phase]], *,
+               now: dt.datetime) -> dict[tuple[str, str], str | None]:
+    """Everything each phase's pages depend on, by (challenge, phase), read without parsing a result: the
+    records, what the policy shows `now`, the code and templates, each file of the challenge's folder but
+    its results and submissions, and the phase's own results, submissions and snapshots in git (`folders`).
+    None where results may be sealed: those depend on keys and copies outside the folder, so that phase
+    is always computed."""
+    shown = [(challenge, phase) for challenge, phase in phases if not withholds(phase)]
+    folders = _folder_keys(history, store, [f"{CHALLENGES}/{c.slug}/{kind}/{p.slug}" for c, p in shown
+                                            for kind in ("results", "submissions")])
+    keys: dict[tuple[str, str], str | None] = {(c.slug, p.slug): None for c, p in phases}
+    for challenge, phase in shown:
+        try:
+            snapshots = history.snapshot_days(phase.challenge, phase.slug)
+        except HistoryError:
+            snapshots = []
+        files = [folders[f"{CHALLENGES}/{challenge.slug}/{kind}/{phase.slug}"] for kind in ("results", "submissions")]
+        _stat_files(store.base / challenge.slug, "", files, skip={"results": set(), "submissions": set()})
+        keys[challenge.slug, phase.slug] = (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} "
+                                            f"{snapshots} {signers(store)}\n" + "\n".join(sorted(files)))
+    return keys
+
+
+def submission_counts(history: History, store: Store, slugs: list[str], memo: Memo) -> dict[str, int]:
+    """Each challenge's submissions (`Store.submission_count`): a phase's folder that git holds as HEAD does is
+    counted once per tree id (kept in `memo`), so a catalog of a million submissions lists only what changed."""
+    found = {slug: [os.path.basename(f) for f in store.submission_folders(slug)] for slug in slugs}
+    ids = _tree_ids(history, [f"{CHALLENGES}/{slug}/submissions/{phase}" for slug, phases in found.items()
+                              for phase in phases])
+    counts = dict.fromkeys(slugs, 0)
+    for slug, phases in found.items():
+        for phase in phases:
+            tree = ids.get(f"{CHALLENGES}/{slug}/submissions/{phase}")
+            count = partial(_count, store, slug, phase)
+            counts[slug] += int(memo.get(f"submissions {tree}", count)) if tree else int(count())
+    return counts
+
+
+def _count(store: Store, slug: str, phase: str) -> bytes:
+    return str(store.submission_count(slug, phase)).encode()
+
+
+def _tree_ids(history: History, folders: list[str]) -> dict[str, str]:
+    """HEAD's tree id of each folder git sees unchanged in the working tree (`WorkingTree.folder_ids`)."""
     try:
-        snapshots = history.snapshot_days(phase.challenge, phase.slug)
+        tree = history.worktree()
     except HistoryError:
-        snapshots = []
-    files: list[str] = []
-    _stat_files(store.base / challenge.slug, "", files, skip={"results": {phase.slug}, "submissions": {phase.slug}})
-    return (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} {snapshots} {signers(store)}\n"
-            + "\n".join(sorted(files)))
+        return {}
+    return tree.folder_ids(folders) if tree else {}
+
+
+def _folder_keys(history: History, store: Store, folders: list[str]) -> dict[str, str]:
+    """A line for each folder (repository-relative) that changes whenever a file under it does: its tree id
+    where git holds it as HEAD does (one `git status` and one `git cat-file` for the whole tree), else each
+    file's size, time and inode (the runner and git replace result and submission files whole)."""
+    ids = _tree_ids(history, folders)
+    keys = {}
+    for folder in folders:
+        rel = folder.split("/", 2)[2]  # <kind>/<phase>, as the challenge's other files are named
+        if folder in ids:
+            keys[folder] = f"{rel} tree {ids[folder]}"
+        else:
+            files: list[str] = []
+            if os.path.isdir(store.root / folder):
+                _stat_files(store.root / folder, f"{rel}/", files, skip={})
+            keys[folder] = f"{rel} files\n" + "\n".join(sorted(files))
+    return keys
 
 
 def signers(store: Store) -> str:

@@ -74,11 +74,12 @@ class CatalogEntry:
     submissions: int
 
 
-def catalog_entry(store: Store, slug: str, today: dt.date) -> CatalogEntry:
+def catalog_entry(store: Store, slug: str, today: dt.date, *, submissions: int) -> CatalogEntry:
+    """The challenge as the catalog lists it; `submissions`: `Store.submission_count` (the page cache counts)."""
     challenge = store.challenge(slug)
     # A phase with `public: false` (grand-challenge's option) gets no leaderboard, link or result files.
     public = [p for p in store.phases(slug).values() if p.public]
-    return CatalogEntry(challenge, challenge.current_status(today), public, store.submission_count(slug))
+    return CatalogEntry(challenge, challenge.current_status(today), public, submissions)
 
 
 def export(entry: CatalogEntry) -> dict[str, Any]:

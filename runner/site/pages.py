@@ -40,7 +40,7 @@ from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
-from runner.site.cache import Cache, code, phase_key, signers
+from runner.site.cache import Cache, code, phase_keys, signers, submission_counts
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.datafiles import data_file, data_suffix, gzipped, json_bytes, result_files
 from runner.site.facts import (
@@ -202,11 +202,12 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     run = _Run(environment(templates), History(store, cache=caches.history), now, caches,
                repo=catalog.repository_url(store.root))
     wanted = run.wanted
-    entries = [catalog_entry(store, slug, today) for slug in store.slugs()]
+    slugs = store.slugs()
+    counts = submission_counts(run.history, store, slugs, caches.memo)
+    entries = [catalog_entry(store, slug, today, submissions=counts[slug]) for slug in slugs]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
     _site_pages(store.base, wanted)
-    keys = {(e.challenge.slug, p.slug): phase_key(run.history, store, e.challenge, p, now=now)
-            for e in entries for p in e.phases}
+    keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now)
     caches.precompute([(keys[e.challenge.slug, p.slug], partial(_phase_files_of, run, store, e.challenge, p))
                        for e in entries for p in e.phases])
     for entry in entries:
@@ -254,7 +255,7 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
 
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str | None) -> list[feeds.Entry]:
     """A phase's files and its feed entries, from the cache where none of their inputs changed (`key`,
-    from `cache.phase_key`): a new result costs its own phase, not every phase's results again."""
+    from `cache.phase_keys`): a new result costs its own phase, not every phase's results again."""
     left_out, news = run.cache.phase(key, partial(_phase_files_of, run, store, challenge, phase), run.wanted)
     run.left_out.extend(left_out)
     return news

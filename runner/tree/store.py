@@ -81,10 +81,14 @@ class Store:
         slugs = [slug] if slug else self.slugs()
         return sorted(Path(p) for s in slugs for p in self._submission_files(s, phase, participant))
 
-    def submission_count(self, slug: str) -> int:
-        """How many files `submission_paths(slug)` lists, counted from the folders' entries alone (no file is
-        looked at: a catalog of 300 challenges counts a million submissions on every build)."""
-        return sum(1 for _ in self._submission_files(slug, None, None))
+    def submission_count(self, slug: str, phase: str | None = None) -> int:
+        """How many files `submission_paths(slug, phase)` lists, counted from the folders' entries alone (no file
+        is looked at: a catalog of 300 challenges counts a million submissions on every build)."""
+        return sum(1 for _ in self._submission_files(slug, phase, None))
+
+    def submission_folders(self, slug: str) -> list[str]:
+        """The folders of the challenge's submissions, one per phase, as `submission_count` walks them."""
+        return _folders(str(self.paths.submissions(slug)), None)
 
     def _submission_files(self, slug: str, phase: str | None, participant: str | None) -> Iterator[str]:
         for phase_folder in _folders(str(self.paths.submissions(slug)), phase):

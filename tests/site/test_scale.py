@@ -153,6 +153,25 @@ def test_a_submission_to_another_phase_keeps_a_phases_cache_entry(scored):
     assert len({p.name for p in phases.iterdir()} - after) == 1
 
 
+def test_a_fresh_clone_with_the_cache_restored_computes_no_phase_again(scored, tmp_path):
+    """What a workflow pays: a new checkout gives every file a new time and inode, but its folders the same tree
+    ids, so the page cache it restores still holds every phase; an edit in place is seen all the same."""
+    cache = scored / "build" / "page-cache"
+    generate(scored, cache=cache)
+    phases = cache.with_name(f"{cache.name}-phases")
+    before = {p.name for p in phases.iterdir()}
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(scored), str(clone)], check=True)
+    for name in ("build", "site", "mkdocs.yml"):  # the cache restored; the site's files, which tests do not commit
+        subprocess.run(["cp", "-a", str(scored / name), str(clone / name)], check=True)
+    generate(clone, cache=clone / "build" / "page-cache")
+    assert {p.name for p in (clone / "build" / "page-cache-phases").iterdir()} == before
+    result = clone / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
+    result.write_text(result.read_text().replace('"mean": 0.7', '"mean": 0.1'))  # same size, rewritten in place
+    kept = generate(clone, cache=clone / "build" / "page-cache")
+    assert kept == generate(clone)  # as generated without any cache
+
+
 def test_many_challenges_are_grouped_in_the_navigation_and_each_page_lists_its_own_group(scored, monkeypatch):
     """The theme writes each section's link into every page: grouped, a page holds its own group's challenges
     and one link per other group (the six example challenges, two to a group here)."""
