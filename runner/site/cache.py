@@ -11,7 +11,9 @@ entries depend on, never what a page says:
 - the staging manifest (`<folder>-stage.pickle`): each phase file's size, time and digest as it was
   staged, so that a staged file found so is neither read nor compared (`Cache.sync`);
 - git history (`<folder>-history/`), which `runner.tree.history` keeps, and the commit that added
-  each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps.
+  each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps;
+- the times of the folders of results and submissions last found to hold exactly HEAD's files
+  (`<folder>-folders.pickle`), which `runner.tree.worktree` keeps.
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
@@ -24,6 +26,7 @@ page shows (catalog, feeds, facts, reference, report, templating), nor runner.ra
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -105,6 +108,7 @@ class Cache:
     manifest: Path | None = None  # where `staged` is kept
     history: Path | None = None  # runner.tree.history's cache file
     added: Path | None = None  # runner.tree.gitfiles.added_all's cache file
+    folders: Path | None = None  # the times of checked folders, runner.tree.worktree's (`tree_ids`)
     # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
     digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
     staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
@@ -117,6 +121,7 @@ class Cache:
         return cls(stage, Memo(folder, code), Memo(folder and folder.with_name(f"{folder.name}-phases"), code),
                    manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history"),
                    added=folder and folder.with_name(f"{folder.name}-added.pickle"),
+                   folders=folder and folder.with_name(f"{folder.name}-folders.pickle"),
                    staged=_staged(manifest))
 
     def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:
@@ -144,6 +149,15 @@ class Cache:
         self.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
         return said
 
+    def tree_ids(self, history: History, folders: list[str]) -> dict[str, str]:
+        """HEAD's tree id of each of `folders` (repository-relative) that the working tree holds exactly as HEAD
+        does (`WorkingTree.folder_ids`, the folders' times kept beside the cache); none outside git."""
+        try:
+            tree = history.worktree()
+        except HistoryError:
+            return {}
+        return tree.folder_ids(folders, kept=self.folders) if tree else {}
+
     def precompute(self, phases: list[tuple[str | None, Made[object]]]) -> None:
         """Compute the phases (key, how) the cache lacks in forked worker processes, one per core, each into
         the cache, so that `phase` reads them from there: phases are independent, and a cold build spends
@@ -156,6 +170,9 @@ class Cache:
             return
         global _forked
         _forked = (self, pending)
+        # What the parent holds (the history, every phase's records) is moved out of the collector's reach before
+        # the fork: a worker's collection would write to every object it visits, and each page written is copied.
+        gc.freeze()
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                      initializer=_one_thread) as pool:
@@ -165,6 +182,7 @@ class Cache:
             pass
         finally:
             _forked = None
+            gc.unfreeze()
 
     def prune(self) -> None:
         """Drop the memos' entries this run did not use."""
@@ -233,38 +251,45 @@ def _precompute_one(index: int) -> dict[str, Staged]:
         return {}
 
 
-def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Phase]], *,
-               now: dt.datetime) -> dict[tuple[str, str], str | None]:
+def phase_folders(store: Store, slugs: list[str]) -> list[str]:
+    """Each challenge's folders of one phase's results or submissions (repository-relative), as on disk."""
+    return [f"{CHALLENGES}/{slug}/{kind}/{os.path.basename(folder)}" for slug in slugs
+            for kind, listed in (("results", store.result_folders), ("submissions", store.submission_folders))
+            for folder in listed(slug)]
+
+
+def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Phase]], *, now: dt.datetime,
+               ids: dict[str, str]) -> dict[tuple[str, str], str | None]:
     """Everything each phase's pages depend on, by (challenge, phase), read without parsing a result: the
     records, what the policy shows `now`, the code and templates, each file of the challenge's folder but
-    its results and submissions, and the phase's own results, submissions and snapshots in git (`folders`).
+    its results and submissions, the phase's snapshots in git, and its own results and submissions: a folder
+    git holds as HEAD does by its tree id (`ids`, from `Cache.tree_ids`), any other by each file's size, time
+    and inode (the runner and git replace result and submission files whole).
     None where results may be sealed: those depend on keys and copies outside the folder, so that phase
     is always computed."""
-    shown = [(challenge, phase) for challenge, phase in phases if not withholds(phase)]
-    folders = _folder_keys(history, store, [f"{CHALLENGES}/{c.slug}/{kind}/{p.slug}" for c, p in shown
-                                            for kind in ("results", "submissions")])
     keys: dict[tuple[str, str], str | None] = {(c.slug, p.slug): None for c, p in phases}
-    for challenge, phase in shown:
+    for challenge, phase in phases:
+        if withholds(phase):
+            continue
         try:
             snapshots = history.snapshot_days(phase.challenge, phase.slug)
         except HistoryError:
             snapshots = []
-        files = [folders[f"{CHALLENGES}/{challenge.slug}/{kind}/{phase.slug}"] for kind in ("results", "submissions")]
+        files = [_folder_key(store, f"{CHALLENGES}/{challenge.slug}/{kind}/{phase.slug}", ids)
+                 for kind in ("results", "submissions")]
         _stat_files(store.base / challenge.slug, "", files, skip={"results": set(), "submissions": set()})
         keys[challenge.slug, phase.slug] = (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} "
                                             f"{snapshots} {signers(store)}\n" + "\n".join(sorted(files)))
     return keys
 
 
-def submission_counts(history: History, store: Store, slugs: list[str], memo: Memo) -> dict[str, int]:
+def submission_counts(store: Store, slugs: list[str], memo: Memo, ids: dict[str, str]) -> dict[str, int]:
     """Each challenge's submissions (`Store.submission_count`): a phase's folder that git holds as HEAD does is
-    counted once per tree id (kept in `memo`), so a catalog of a million submissions lists only what changed."""
-    found = {slug: [os.path.basename(f) for f in store.submission_folders(slug)] for slug in slugs}
-    ids = _tree_ids(history, [f"{CHALLENGES}/{slug}/submissions/{phase}" for slug, phases in found.items()
-                              for phase in phases])
+    counted once per tree id (`ids`; kept in `memo`), so a catalog of a million submissions lists only what
+    changed."""
     counts = dict.fromkeys(slugs, 0)
-    for slug, phases in found.items():
-        for phase in phases:
+    for slug in slugs:
+        for phase in map(os.path.basename, store.submission_folders(slug)):
             tree = ids.get(f"{CHALLENGES}/{slug}/submissions/{phase}")
             count = partial(_count, store, slug, phase)
             counts[slug] += int(memo.get(f"submissions {tree}", count)) if tree else int(count())
@@ -275,31 +300,15 @@ def _count(store: Store, slug: str, phase: str) -> bytes:
     return str(store.submission_count(slug, phase)).encode()
 
 
-def _tree_ids(history: History, folders: list[str]) -> dict[str, str]:
-    """HEAD's tree id of each folder git sees unchanged in the working tree (`WorkingTree.folder_ids`)."""
-    try:
-        tree = history.worktree()
-    except HistoryError:
-        return {}
-    return tree.folder_ids(folders) if tree else {}
-
-
-def _folder_keys(history: History, store: Store, folders: list[str]) -> dict[str, str]:
-    """A line for each folder (repository-relative) that changes whenever a file under it does: its tree id
-    where git holds it as HEAD does (one `git status` and one `git cat-file` for the whole tree), else each
-    file's size, time and inode (the runner and git replace result and submission files whole)."""
-    ids = _tree_ids(history, folders)
-    keys = {}
-    for folder in folders:
-        rel = folder.split("/", 2)[2]  # <kind>/<phase>, as the challenge's other files are named
-        if folder in ids:
-            keys[folder] = f"{rel} tree {ids[folder]}"
-        else:
-            files: list[str] = []
-            if os.path.isdir(store.root / folder):
-                _stat_files(store.root / folder, f"{rel}/", files, skip={})
-            keys[folder] = f"{rel} files\n" + "\n".join(sorted(files))
-    return keys
+def _folder_key(store: Store, folder: str, ids: dict[str, str]) -> str:
+    """A line for a phase's folder of results or submissions that changes whenever a file under it does."""
+    rel = folder.split("/", 2)[2]  # <kind>/<phase>, as the challenge's other files are named
+    if folder in ids:
+        return f"{rel} tree {ids[folder]}"
+    files: list[str] = []
+    if os.path.isdir(store.root / folder):
+        _stat_files(store.root / folder, f"{rel}/", files, skip={})
+    return f"{rel} files\n" + "\n".join(sorted(files))
 
 
 def signers(store: Store) -> str:

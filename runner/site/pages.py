@@ -40,7 +40,7 @@ from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
-from runner.site.cache import Cache, code, phase_keys, signers, submission_counts
+from runner.site.cache import Cache, code, phase_folders, phase_keys, signers, submission_counts
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.datafiles import data_file, data_suffix, gzipped, json_bytes, result_files
 from runner.site.facts import (
@@ -203,11 +203,12 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
                repo=catalog.repository_url(store.root))
     wanted = run.wanted
     slugs = store.slugs()
-    counts = submission_counts(run.history, store, slugs, caches.memo)
+    ids = caches.tree_ids(run.history, phase_folders(store, slugs))
+    counts = submission_counts(store, slugs, caches.memo, ids)
     entries = [catalog_entry(store, slug, today, submissions=counts[slug]) for slug in slugs]
     news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
     _site_pages(store.base, wanted)
-    keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now)
+    keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now, ids=ids)
     caches.precompute([(keys[e.challenge.slug, p.slug], partial(_phase_files_of, run, store, e.challenge, p))
                        for e in entries for p in e.phases])
     for entry in entries:

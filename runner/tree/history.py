@@ -255,8 +255,10 @@ class History:
         (history rewritten, another branch)."""
         if old == head:
             return []
-        line = self._git("rev-list", "--first-parent", head).split()
-        if old not in line:
+        # The new commits along first parents (not every commit since the first: 219,000 of them took 1.5 s);
+        # `old` is on the line where the oldest of them has it as its first parent.
+        line = self._git("rev-list", "--first-parent", "--parents", f"{old}..{head}").splitlines()
+        if not line or line[-1].split()[1:2] != [old]:
             return None
         return list(self._git_log(f"{old}..{head}"))
 

@@ -90,6 +90,10 @@ class Store:
         """The folders of the challenge's submissions, one per phase, as `submission_count` walks them."""
         return _folders(str(self.paths.submissions(slug)), None)
 
+    def result_folders(self, slug: str) -> list[str]:
+        """The folders of the challenge's results, one per phase."""
+        return _folders(str(self.paths.base / slug / "results"), None)
+
     def _submission_files(self, slug: str, phase: str | None, participant: str | None) -> Iterator[str]:
         for phase_folder in _folders(str(self.paths.submissions(slug)), phase):
             for folder in _folders(phase_folder, participant):

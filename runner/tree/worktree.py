@@ -1,41 +1,76 @@
-"""What the working tree holds unlike HEAD, as git sees it, and HEAD's id of a folder that holds nothing else:
-a key of a folder's files from one `git status` for the whole tree, not a stat of each file from Python, and
-one that holds across clones (a fresh checkout gives every file a new time and inode, never a new tree id).
+"""What the working tree holds unlike HEAD, and HEAD's id of each folder that holds exactly HEAD's files: a key
+of a folder's files that costs one `git status` of the tracked files (git stats them in C, on every core) and
+one stat per folder, not a stat of each file from Python; and one that holds across clones (a fresh checkout
+gives every file a new time and inode, never a new tree id).
 
-Git decides what differs as `git status` does: files modified (by the index's file times and sizes, and by
-content where those cannot tell), staged, deleted, untracked or ignored all count, so a folder git calls
-unchanged holds exactly the files of its tree at HEAD.
+Tracked files count as git sees them (modified by the index's file times and sizes, or by content where those
+cannot tell; staged; deleted). Anything else in a folder (untracked or ignored, which git's own walk of two
+million files takes 4-5 s to find) is found by listing the folder against HEAD's tree; once they matched, the
+time of each folder below is kept, and while none has changed the folder is not listed again: a file added,
+removed or renamed anywhere changes its folder's time (git's untracked cache rests on the same rule).
 
-Knows: git. Must not import: anything of runner but runner.errors.
+Knows: git. Must not import: anything of runner but runner.tree.records.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from runner.tree.records import write_atomic
+
+# A folder's time this close to the moment it was read may yet be followed by a change within the same tick of
+# the file system's clock (a second on some), which would leave it as it was: it is not kept.
+RACY_NS = 2 * 10**9
+Times = dict[str, int]  # each folder below a checked one (relative to it, "" itself) -> its modification time (ns)
 
 
 @dataclass(frozen=True)
 class WorkingTree:
-    """The working tree at `root` (a repository's top), with the paths `git status` lists under `under`."""
+    """The working tree at `root` (a repository's top), with the tracked paths `git status` lists under `under`."""
 
     root: Path
-    entries: frozenset[str]  # repository-relative, as `git status` lists them (a folder without its "/")
+    entries: frozenset[str]  # repository-relative paths of tracked files that differ from HEAD
     folders: frozenset[str]  # every folder above an entry
 
     def differs(self, rel: str) -> bool:
-        """Whether the file or folder `rel` (repository-relative) holds anything unlike HEAD."""
+        """Whether git sees a tracked file at or below `rel` (repository-relative) that differs from HEAD."""
         if rel in self.folders:
             return True
         parts = rel.split("/")
         return any("/".join(parts[:n]) in self.entries for n in range(1, len(parts) + 1))
 
-    def folder_ids(self, folders: list[str]) -> dict[str, str]:
-        """HEAD's tree id of each of `folders` (repository-relative) that the working tree holds as HEAD does,
-        from one `git cat-file`; a folder that differs or is no folder at HEAD is left out."""
-        asked = [folder for folder in folders if not self.differs(folder) and "\n" not in folder]
+    def folder_ids(self, folders: list[str], *, kept: Path | None = None) -> dict[str, str]:
+        """HEAD's tree id of each of `folders` (repository-relative) that holds exactly HEAD's files and folders;
+        one that differs, holds anything else or is no folder at HEAD is left out. `kept`: a file keeping the
+        times of the folders below each one that matched, so that it is not listed again while none changed."""
+        ids = self._tree_ids([folder for folder in folders if not self.differs(folder)])
+        known = _kept(kept)
+        found, times, unsure = {}, {}, []
+        for folder, tree in ids.items():
+            if (seen := known.get(folder)) and seen[0] == tree and _unchanged(os.path.join(self.root, folder), seen[1]):
+                found[folder], times[folder] = tree, seen
+            else:
+                unsure.append(folder)
+        listed = self._listed(unsure)
+        for folder in unsure:
+            now = time.time_ns()
+            held = _holds(self.root, folder)
+            if held is not None and folder in listed and held[0] == listed[folder]:
+                found[folder] = ids[folder]
+                if all(at < now - RACY_NS for at in held[1].values()):
+                    times[folder] = (ids[folder], held[1])
+        if kept is not None and times != known:
+            write_atomic(kept, pickle.dumps(times, pickle.HIGHEST_PROTOCOL), durable=False)
+        return found
+
+    def _tree_ids(self, folders: list[str]) -> dict[str, str]:
+        """HEAD's tree id of each of `folders` that is a folder at HEAD, from one `git cat-file`."""
+        asked = [folder for folder in folders if "\n" not in folder]
         if not asked:
             return {}
         done = subprocess.run(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
@@ -50,12 +85,72 @@ class WorkingTree:
                 found[folder] = fields[0]
         return found
 
+    def _listed(self, folders: list[str]) -> dict[str, set[str]]:
+        """What HEAD holds below each of `folders`, from one `git ls-tree`: paths relative to the folder, a
+        folder's with a trailing "/"."""
+        if not folders:
+            return {}
+        done = subprocess.run(["git", "ls-tree", "-r", "-t", "-z", "--full-tree", "HEAD", "--",
+                               *(f":(literal){folder}/" for folder in folders)], cwd=self.root, capture_output=True,
+                              check=False)
+        if done.returncode != 0:
+            return {}
+        listed: dict[str, set[str]] = {folder: set() for folder in folders}
+        for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
+            if "\t" in item:
+                meta, path = item.split("\t", 1)
+                for at in _slashes(path):  # the folders asked for above it (the trees leading to one are listed too)
+                    if path[:at] in listed:
+                        listed[path[:at]].add(path[at + 1:] + "/" if meta.split()[1] == "tree" else path[at + 1:])
+        return listed
+
+
+def _holds(root: Path, folder: str) -> tuple[set[str], Times] | None:
+    """What the working tree holds below `folder`, as `_listed` names it, and the time of each folder (read
+    before it is listed, so a change while listing shows next time); None where it is no folder."""
+    found: set[str] = set()
+    times: Times = {}
+    top = os.path.join(root, folder)
+
+    def walk(path: str, rel: str) -> None:
+        times[rel] = os.stat(path).st_mtime_ns
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = f"{rel}{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    found.add(f"{name}/")
+                    walk(entry.path, f"{name}/")
+                else:
+                    found.add(name)
+    try:
+        if not os.path.isdir(top) or os.path.islink(top):
+            return None
+        walk(top, "")
+    except OSError:
+        return None
+    return found, times
+
+
+def _unchanged(top: str, times: Times) -> bool:
+    try:
+        return all(os.stat(os.path.join(top, rel)).st_mtime_ns == at for rel, at in times.items())
+    except OSError:
+        return False
+
+
+def _kept(path: Path | None) -> dict[str, tuple[str, Times]]:
+    try:
+        found = pickle.loads(path.read_bytes()) if path else {}
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
 
 def working_tree(root: Path, under: str) -> WorkingTree | None:
-    """What differs from HEAD under `under` (a repository-relative folder) in the working tree at `root`; None
-    where `root` is not the top of a git working tree with a commit (the caller then looks at files itself).
-    `--no-optional-locks`: the status never writes the index, so a runner committing meanwhile never finds
-    it locked."""
+    """The tracked files that differ from HEAD under `under` (a repository-relative folder) in the working tree
+    at `root`; None where `root` is not the top of a git working tree with a commit (the caller then looks at
+    files itself). `--no-optional-locks`: the status never writes the index, so a runner committing meanwhile
+    never finds it locked."""
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"], cwd=root,
                              capture_output=True, check=False)
@@ -63,8 +158,8 @@ def working_tree(root: Path, under: str) -> WorkingTree | None:
                 os.path.realpath(root):
             return None
         done = subprocess.run(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1",
-                               "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--",
-                               f":(literal){under}"], cwd=root, capture_output=True, check=False)
+                               "-z", "--untracked-files=no", "--no-renames", "--", f":(literal){under}"], cwd=root,
+                              capture_output=True, check=False)
     except FileNotFoundError:  # no git
         return None
     if done.returncode != 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -216,6 +217,21 @@ def test_a_rewritten_history_or_a_lost_cache_file_is_read_whole_again(history_re
     add_result(history_repo, "erin", "v1", 0.2)
     commit(history_repo, "2026-03-11T10:00:00Z")
     History(Store(history_repo), cache=cache)._log_file(f"{CHALLENGE}/{PHASE}").unlink()  # and a commit touches it
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+
+
+def test_a_cache_read_on_a_merged_branch_is_not_taken_for_the_first_parent_line(history_repo):
+    """The cache was read at a commit HEAD descends from, but through a merge's second parent: the commits
+    since it along first parents are not what changed, so the history is read whole again."""
+    cache = history_repo / "build" / "history"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "checkout", "-q", "-b", "side", "HEAD~1"], cwd=history_repo, check=True)
+    add_result(history_repo, "erin", "v1", 0.2)
+    commit(history_repo, "2026-03-07T10:00:00Z")
+    _everything(History(Store(history_repo), cache=cache))
+    subprocess.run([*git, "checkout", "-q", "main"], cwd=history_repo, check=True)
+    subprocess.run([*git, "merge", "-q", "--no-ff", "-m", "merge", "side"], cwd=history_repo, check=True,
+                   env={**os.environ, "GIT_COMMITTER_DATE": "2026-03-08T10:00:00Z"})
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
 
 

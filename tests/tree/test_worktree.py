@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +32,16 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def ids(root: Path) -> dict[str, str]:
+def ids(root: Path, kept: Path | None = None) -> dict[str, str]:
     tree = working_tree(root, "challenges")
     assert tree is not None
-    return tree.folder_ids(FOLDERS)
+    return tree.folder_ids(FOLDERS, kept=kept)
+
+
+def age(root: Path) -> None:
+    """Every folder's time an hour back: past the clock's tick, so a folder's time may be kept."""
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        os.utime(folder, (time.time() - 3600,) * 2)
 
 
 def test_a_clean_folder_is_keyed_by_its_tree_at_head(repo):
@@ -74,3 +82,36 @@ def test_outside_the_top_of_a_working_tree_git_is_not_asked(repo, tmp_path):
     (tmp_path / "empty").mkdir()
     git(tmp_path / "empty", "init", "-q")
     assert working_tree(tmp_path / "empty", "challenges") is None  # no commit yet
+
+
+def test_kept_folder_times_spare_the_listing_until_a_folder_changes(repo, tmp_path, monkeypatch):
+    kept = tmp_path / "folders.pickle"
+    age(repo)
+    first = ids(repo, kept)
+    assert set(first) == set(FOLDERS) and kept.is_file()
+    listed = []
+    monkeypatch.setattr("runner.tree.worktree._holds", lambda root, folder: listed.append(folder))
+    assert ids(repo, kept) == first and listed == []  # nothing listed: every folder's time is as kept
+    monkeypatch.undo()
+    (repo / FOLDERS[1] / "team" / "s2.tmp").write_text("{}\n")  # ignored, in a folder whose time was kept
+    (repo / FOLDERS[2] / "late").mkdir()
+    (repo / FOLDERS[2] / "late" / "s1.json").write_text("{}\n")
+    assert set(ids(repo, kept)) == {FOLDERS[0]}
+
+
+def test_a_folder_changed_within_the_clocks_tick_is_listed_again(repo, tmp_path, monkeypatch):
+    kept = tmp_path / "folders.pickle"
+    ids(repo, kept)  # every folder just written: none of their times is kept
+    listed = []
+    monkeypatch.setattr("runner.tree.worktree._holds", lambda root, folder: listed.append(folder))
+    ids(repo, kept)
+    assert sorted(listed) == sorted(FOLDERS)
+
+
+def test_a_tracked_file_rewritten_in_place_is_seen_though_its_folders_time_is_kept(repo, tmp_path):
+    kept = tmp_path / "folders.pickle"
+    age(repo)
+    ids(repo, kept)
+    (repo / FOLDERS[0] / "team" / "s1.json").write_text("[]\n")  # the same size; no folder's time changes
+    age(repo)
+    assert set(ids(repo, kept)) == set(FOLDERS[1:])
