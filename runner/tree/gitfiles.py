@@ -19,6 +19,7 @@ from pathlib import Path
 
 from runner.codekey import code_key
 from runner.errors import ChallengeError
+from runner.tree.records import write_atomic
 
 
 @dataclass(frozen=True)
@@ -114,9 +115,44 @@ def versions(root: Path, pathspec: str) -> dict[str, set[str]]:
     """Every blob id each file matching `pathspec` has had anywhere in HEAD's history, in one `git log`:
     every parent of every merge counts (a merge whose first parent skips a change still brings its blob),
     and no history simplification hides a file a merge dropped. Empty outside git; GitFilesError when git
-    fails inside a repository (a check that read nothing must not pass)."""
+    fails inside a repository (a check that read nothing must not pass).
+
+    Kept in the repository's own git folder (`challenge-runner/`, never part of the tree) with the commit it
+    was read at: where HEAD descends from that commit, only the commits since are walked (their union is
+    every commit HEAD reaches). Asking whether a tree's allowed_signers ever existed walked 219,000
+    commits on every build: 3.5 s."""
+    place = _git(root, "rev-parse", "--absolute-git-dir", "--verify", "-q", "HEAD").split("\n")
+    if len(place) < 2 or not place[1]:  # outside git, or no commit yet
+        return {}
+    folder, head = Path(place[0]), place[1]
+    name = hashlib.sha256(f"{_code()} {pathspec}".encode()).hexdigest()[:32]
+    cache = folder / "challenge-runner" / f"versions-{name}.pickle"
+    old, found = _kept_versions(cache)
+    if old == head:
+        return found
+    if old and _descends(root, old, head):
+        for path, blobs in _versions(root, pathspec, f"{old}..{head}").items():
+            found.setdefault(path, set()).update(blobs)
+    else:
+        found = _versions(root, pathspec, head)
+    try:
+        write_atomic(cache, pickle.dumps((head, found), pickle.HIGHEST_PROTOCOL), durable=False)
+    except OSError:  # a git folder this user cannot write: next time reads it all again
+        pass
+    return found
+
+
+def _kept_versions(cache: Path) -> tuple[str, dict[str, set[str]]]:
+    try:
+        old, found = pickle.loads(cache.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return "", {}
+    return (old, found) if isinstance(old, str) and isinstance(found, dict) else ("", {})
+
+
+def _versions(root: Path, pathspec: str, commits: str) -> dict[str, set[str]]:
     out = _git(root, "log", "--full-history", "-m", "--raw", "-z", "--no-abbrev", "--no-renames", "--relative",
-               "--format=", "--", pathspec)
+               "--format=", commits, "--", pathspec)
     found: dict[str, set[str]] = {}
     tokens = out.split("\0")
     for meta, path in itertools.pairwise(tokens):

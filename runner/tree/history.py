@@ -220,7 +220,7 @@ class History:
         assert self.cache is not None and self._index is not None
         if whole and self.cache.is_dir():
             for stale in self.cache.glob("*.pickle"):
-                stale.unlink()
+                stale.unlink(missing_ok=True)  # another build may be writing it again
         for phase, log in logs.items():
             write_atomic(self._log_file(phase), pickle.dumps((_CODE, phase, log), pickle.HIGHEST_PROTOCOL),
                          durable=False)
@@ -257,7 +257,10 @@ class History:
             return []
         # The new commits along first parents (not every commit since the first: 219,000 of them took 1.5 s);
         # `old` is on the line where the oldest of them has it as its first parent.
-        line = self._git("rev-list", "--first-parent", "--parents", f"{old}..{head}").splitlines()
+        try:
+            line = self._git("rev-list", "--first-parent", "--parents", f"{old}..{head}").splitlines()
+        except HistoryError:  # `old` is gone (history rewritten and collected, a cache restored into another clone)
+            return None
         if not line or line[-1].split()[1:2] != [old]:
             return None
         return list(self._git_log(f"{old}..{head}"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from runner.tree.records import write_atomic
 # A folder's time this close to the moment it was read may yet be followed by a change within the same tick of
 # the file system's clock (a second on some), which would leave it as it was: it is not kept.
 RACY_NS = 2 * 10**9
+LISTED_AT_ONCE = 500
+OBJECT_ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 Times = dict[str, int]  # each folder below a checked one (relative to it, "" itself) -> its modification time (ns)
 
 
@@ -34,7 +37,8 @@ class WorkingTree:
     """The working tree at `root` (a repository's top), with the tracked paths `git status` lists under `under`."""
 
     root: Path
-    entries: frozenset[str]  # repository-relative paths of tracked files that differ from HEAD
+    head: str  # the commit HEAD named when git compared the files: every later question names it, not HEAD
+    entries: frozenset[str]  # repository-relative paths of tracked files that differ from it
     folders: frozenset[str]  # every folder above an entry
 
     def differs(self, rel: str) -> bool:
@@ -48,7 +52,7 @@ class WorkingTree:
         """HEAD's tree id of each of `folders` (repository-relative) that holds exactly HEAD's files and folders;
         one that differs, holds anything else or is no folder at HEAD is left out. `kept`: a file keeping the
         times of the folders below each one that matched, so that it is not listed again while none changed."""
-        ids = self._tree_ids([folder for folder in folders if not self.differs(folder)])
+        ids = self._tree_ids([folder for folder in folders if not self.differs(folder) and _plain(folder)])
         known = _kept(kept)
         found, times, unsure = {}, {}, []
         for folder, tree in ids.items():
@@ -64,45 +68,62 @@ class WorkingTree:
                 found[folder] = ids[folder]
                 if all(at < now - RACY_NS for at in held[1].values()):
                     times[folder] = (ids[folder], held[1])
+        if self._moved():  # a commit landed meanwhile: what was compared is no longer what HEAD holds
+            return {}
         if kept is not None and times != known:
             write_atomic(kept, pickle.dumps(times, pickle.HIGHEST_PROTOCOL), durable=False)
         return found
 
+    def _moved(self) -> bool:
+        done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=self.root, capture_output=True,
+                              check=False)
+        return done.stdout.decode(errors="replace").strip() != self.head
+
     def _tree_ids(self, folders: list[str]) -> dict[str, str]:
-        """HEAD's tree id of each of `folders` that is a folder at HEAD, from one `git cat-file`."""
-        asked = [folder for folder in folders if "\n" not in folder]
-        if not asked:
+        """The tree id of each of `folders` (`_plain` names: one line each) that is a folder at `head`, from one
+        `git cat-file`; where its answer is not one line per folder, none."""
+        if not folders:
             return {}
         done = subprocess.run(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.root,
-                              input="".join(f"HEAD:{folder}\n" for folder in asked).encode(),
+                              input=b"".join(os.fsencode(f"{self.head}:{folder}\n") for folder in folders),
                               capture_output=True, check=False)
-        if done.returncode != 0:
+        lines = done.stdout.split(b"\n")
+        if done.returncode != 0 or len(lines) != len(folders) + 1:
             return {}
         found = {}
-        for folder, line in zip(asked, done.stdout.decode("ascii", errors="replace").splitlines(), strict=False):
-            fields = line.split()
-            if len(fields) == 2 and fields[1] == "tree":
-                found[folder] = fields[0]
+        for folder, line in zip(folders, lines, strict=False):
+            fields = line.split(b" ")
+            if len(fields) == 2 and fields[1] == b"tree" and OBJECT_ID.fullmatch(fields[0]):
+                found[folder] = fields[0].decode()
         return found
 
     def _listed(self, folders: list[str]) -> dict[str, set[str]]:
-        """What HEAD holds below each of `folders`, from one `git ls-tree`: paths relative to the folder, a
-        folder's with a trailing "/"."""
-        if not folders:
-            return {}
-        done = subprocess.run(["git", "ls-tree", "-r", "-t", "-z", "--full-tree", "HEAD", "--",
-                               *(f":(literal){folder}/" for folder in folders)], cwd=self.root, capture_output=True,
-                              check=False)
-        if done.returncode != 0:
-            return {}
-        listed: dict[str, set[str]] = {folder: set() for folder in folders}
-        for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
-            if "\t" in item:
-                meta, path = item.split("\t", 1)
-                for at in _slashes(path):  # the folders asked for above it (the trees leading to one are listed too)
-                    if path[:at] in listed:
-                        listed[path[:at]].add(path[at + 1:] + "/" if meta.split()[1] == "tree" else path[at + 1:])
+        """What `head` holds below each of `folders`, from `git ls-tree`: paths relative to the folder, a
+        folder's with a trailing "/"; a folder git could not list is left out (it matches nothing)."""
+        listed: dict[str, set[str]] = {}
+        for at in range(0, len(folders), LISTED_AT_ONCE):  # a command line holds so many pathspecs
+            asked = folders[at:at + LISTED_AT_ONCE]
+            try:
+                done = subprocess.run(["git", "ls-tree", "-r", "-t", "-z", "--full-tree", self.head, "--",
+                                       *(f":(literal){folder}/" for folder in asked)], cwd=self.root,
+                                      capture_output=True, check=False)
+            except OSError:
+                continue
+            if done.returncode == 0:
+                listed.update(_paths_below(asked, done.stdout))
         return listed
+
+
+def _paths_below(folders: list[str], out: bytes) -> dict[str, set[str]]:
+    """`git ls-tree -r -t -z`'s answer, per folder asked: what it holds, as `WorkingTree._listed` names it."""
+    listed: dict[str, set[str]] = {folder: set() for folder in folders}
+    for item in out.decode("utf-8", errors="surrogateescape").split("\0"):
+        if "\t" in item:
+            meta, path = item.split("\t", 1)
+            for at in _slashes(path):  # the folders asked for above it (the trees leading to one are listed too)
+                if path[:at] in listed:
+                    listed[path[:at]].add(path[at + 1:] + "/" if meta.split()[1] == "tree" else path[at + 1:])
+    return listed
 
 
 def _holds(root: Path, folder: str) -> tuple[set[str], Times] | None:
@@ -154,8 +175,8 @@ def working_tree(root: Path, under: str) -> WorkingTree | None:
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"], cwd=root,
                              capture_output=True, check=False)
-        if top.returncode != 0 or os.path.realpath(top.stdout.decode(errors="replace").split("\n", 1)[0]) != \
-                os.path.realpath(root):
+        found = top.stdout.decode(errors="surrogateescape").split("\n")
+        if top.returncode != 0 or len(found) < 2 or os.path.realpath(found[0]) != os.path.realpath(root):
             return None
         done = subprocess.run(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1",
                                "-z", "--untracked-files=no", "--no-renames", "--", f":(literal){under}"], cwd=root,
@@ -167,7 +188,12 @@ def working_tree(root: Path, under: str) -> WorkingTree | None:
     entries = {item[3:].rstrip("/") for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
                if len(item) > 3}
     folders = {path[:at] for path in entries for at in _slashes(path)}
-    return WorkingTree(root, frozenset(entries), frozenset(folders))
+    return WorkingTree(root, found[1], frozenset(entries), frozenset(folders))
+
+
+def _plain(folder: str) -> bool:
+    """A name `git cat-file` reads back as one line, exactly (no control character: it strips a trailing CR)."""
+    return folder.isprintable()
 
 
 def _slashes(path: str) -> list[int]:

@@ -84,3 +84,29 @@ def test_versions_holds_every_blob_a_file_had_whatever_merge_or_name(tmp_path: P
     (fresh / "challenges").mkdir(parents=True)
     subprocess.run(["git", "init", "-q"], cwd=fresh, check=True)
     assert versions(fresh, ":(glob)challenges/*") == {}  # a repository with no commit yet
+
+
+def test_versions_kept_in_the_git_folder_walk_only_new_commits_and_answer_as_a_whole_walk(tmp_path: Path,
+                                                                                           monkeypatch):
+    import runner.tree.gitfiles as gitfiles
+    repo, spec = tmp_path / "repo", ":(literal)challenges/allowed_signers"
+    (repo / "challenges").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / "challenges" / "allowed_signers").write_text("one\n")
+    commit(repo, "2026-01-01T00:00:00Z")
+    walked: list[str] = []
+    walk = gitfiles._versions
+    monkeypatch.setattr(gitfiles, "_versions", lambda root, p, commits: walked.append(commits) or walk(root, p, commits))
+    first = versions(repo, spec)
+    assert versions(repo, spec) == first and len(walked) == 1  # HEAD as it was kept: nothing walked
+    (repo / "challenges" / "allowed_signers").unlink()
+    commit(repo, "2026-01-02T00:00:00Z")
+    (repo / "challenges" / "other").write_text("x\n")
+    commit(repo, "2026-01-03T00:00:00Z")
+    kept = versions(repo, spec)
+    assert ".." in walked[-1] and kept == walk(repo, spec, "HEAD")  # as a walk of the whole history
+    assert kept["challenges/allowed_signers"] == first["challenges/allowed_signers"] | {"0" * 40}  # and deleted
+    subprocess.run(["git", "checkout", "-q", "--orphan", "rewritten"], cwd=repo, check=True)
+    commit(repo, "2026-01-04T00:00:00Z")  # a history that never had it: read whole, not added to the old one
+    assert versions(repo, spec) == {} and ".." not in walked[-1]
+    assert list((repo / ".git" / "challenge-runner").glob("versions-*.pickle"))  # in git's folder, not the tree

@@ -6,6 +6,7 @@ import datetime as dt
 import gzip
 import json
 import os
+import pickle
 import subprocess
 from pathlib import Path
 
@@ -217,6 +218,15 @@ def test_a_rewritten_history_or_a_lost_cache_file_is_read_whole_again(history_re
     add_result(history_repo, "erin", "v1", 0.2)
     commit(history_repo, "2026-03-11T10:00:00Z")
     History(Store(history_repo), cache=cache)._log_file(f"{CHALLENGE}/{PHASE}").unlink()  # and a commit touches it
+    assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
+
+
+def test_a_cache_whose_commit_is_gone_is_read_whole_again(history_repo):
+    """Restored into another clone, or kept past a rewrite and a collection: git no longer knows its commit."""
+    cache = history_repo / "build" / "history"
+    _everything(History(Store(history_repo), cache=cache))
+    code, limit, _, index = pickle.loads((cache / "index.pickle").read_bytes())
+    (cache / "index.pickle").write_bytes(pickle.dumps((code, limit, "f" * 40, index)))
     assert _everything(History(Store(history_repo), cache=cache)) == _everything(History(Store(history_repo)))
 
 

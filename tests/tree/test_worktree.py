@@ -115,3 +115,34 @@ def test_a_tracked_file_rewritten_in_place_is_seen_though_its_folders_time_is_ke
     (repo / FOLDERS[0] / "team" / "s1.json").write_text("[]\n")  # the same size; no folder's time changes
     age(repo)
     assert set(ids(repo, kept)) == set(FOLDERS[1:])
+
+
+def test_a_name_git_would_not_read_back_as_one_line_is_left_out_not_mistaken(repo):
+    """cat-file answers one line per name and strips a trailing CR: a name with a control character could
+    shift every answer after it onto the wrong folder, and one past UTF-8 cannot be written as text."""
+    odd = [b"challenges/a/results/zz\x0c" + b"0" * 40 + b" tree\x0cq\r", b"challenges/a/results/\xff\xfe"]
+    for name in odd:
+        os.makedirs(os.path.join(os.fsencode(repo), name, b"team"))
+        with open(os.path.join(os.fsencode(repo), name, b"team", b"s1.json"), "wb") as out:
+            out.write(b"{}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd names")
+    tree = working_tree(repo, "challenges")
+    assert tree is not None
+    asked = [*FOLDERS[:1], *map(os.fsdecode, odd), *FOLDERS[1:]]
+    assert tree.folder_ids(asked) == {folder: git(repo, "rev-parse", f"HEAD:{folder}") for folder in FOLDERS}
+
+
+def test_folders_are_listed_in_parts(repo, monkeypatch):
+    monkeypatch.setattr("runner.tree.worktree.LISTED_AT_ONCE", 1)
+    (repo / FOLDERS[1] / "team" / "s2.json").write_text("{}\n")
+    assert set(ids(repo)) == {FOLDERS[0], FOLDERS[2]}
+
+
+def test_a_commit_landing_while_folders_are_checked_gives_no_ids(repo):
+    tree = working_tree(repo, "challenges")
+    assert tree is not None
+    (repo / FOLDERS[0] / "team" / "s2.json").write_text("{}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a result lands")
+    assert tree.folder_ids(FOLDERS) == {}  # what git compared is no longer what HEAD holds
