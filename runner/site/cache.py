@@ -26,7 +26,6 @@ page shows (catalog, feeds, facts, reference, report, templating), nor runner.ra
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import hashlib
 import multiprocessing
 import os
@@ -170,9 +169,6 @@ class Cache:
             return
         global _forked
         _forked = (self, pending)
-        # What the parent holds (the history, every phase's records) is moved out of the collector's reach before
-        # the fork: a worker's collection would write to every object it visits, and each page written is copied.
-        gc.freeze()
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                      initializer=_one_thread) as pool:
@@ -182,7 +178,6 @@ class Cache:
             pass
         finally:
             _forked = None
-            gc.unfreeze()
 
     def prune(self) -> None:
         """Drop the memos' entries this run did not use."""
