@@ -96,7 +96,11 @@ def test_versions_kept_in_the_git_folder_walk_only_new_commits_and_answer_as_a_w
     commit(repo, "2026-01-01T00:00:00Z")
     walked: list[str] = []
     walk = gitfiles._versions
-    monkeypatch.setattr(gitfiles, "_versions", lambda root, p, commits: walked.append(commits) or walk(root, p, commits))
+
+    def counted(root: Path, pathspec: str, commits: str) -> dict[str, set[str]]:
+        walked.append(commits)
+        return walk(root, pathspec, commits)
+    monkeypatch.setattr(gitfiles, "_versions", counted)
     first = versions(repo, spec)
     assert versions(repo, spec) == first and len(walked) == 1  # HEAD as it was kept: nothing walked
     (repo / "challenges" / "allowed_signers").unlink()
