@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # i
 from runner.codekey import code_key, file_sha256
 from runner.tree.history import History, HistoryError
 from runner.tree.model import Challenge
-from runner.tree.paths import CHALLENGES
+from runner.tree.paths import phase_folder
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
 from runner.tree.records import write_atomic
@@ -151,10 +151,7 @@ class Cache:
     def tree_ids(self, history: History, folders: list[str]) -> dict[str, str]:
         """HEAD's tree id of each of `folders` (repository-relative) that the working tree holds exactly as HEAD
         does (`WorkingTree.folder_ids`, the folders' times kept beside the cache); none outside git."""
-        try:
-            tree = history.worktree()
-        except HistoryError:
-            return {}
+        tree = history.worktree
         return tree.folder_ids(folders, kept=self.folders) if tree else {}
 
     def precompute(self, phases: list[tuple[str | None, Made[object]]]) -> None:
@@ -248,7 +245,7 @@ def _precompute_one(index: int) -> dict[str, Staged]:
 
 def phase_folders(store: Store, slugs: list[str]) -> list[str]:
     """Each challenge's folders of one phase's results or submissions (repository-relative), as on disk."""
-    return [f"{CHALLENGES}/{slug}/{kind}/{os.path.basename(folder)}" for slug in slugs
+    return [phase_folder(slug, kind, os.path.basename(folder)) for slug in slugs
             for kind, listed in (("results", store.result_folders), ("submissions", store.submission_folders))
             for folder in listed(slug)]
 
@@ -270,7 +267,7 @@ def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Pha
             snapshots = history.snapshot_days(phase.challenge, phase.slug)
         except HistoryError:
             snapshots = []
-        files = [_folder_key(store, f"{CHALLENGES}/{challenge.slug}/{kind}/{phase.slug}", ids)
+        files = [_folder_key(store, phase_folder(challenge.slug, kind, phase.slug), ids)
                  for kind in ("results", "submissions")]
         _stat_files(store.base / challenge.slug, "", files, skip={"results": set(), "submissions": set()})
         keys[challenge.slug, phase.slug] = (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} "
@@ -285,7 +282,7 @@ def submission_counts(store: Store, slugs: list[str], memo: Memo, ids: dict[str,
     counts = dict.fromkeys(slugs, 0)
     for slug in slugs:
         for phase in map(os.path.basename, store.submission_folders(slug)):
-            tree = ids.get(f"{CHALLENGES}/{slug}/submissions/{phase}")
+            tree = ids.get(phase_folder(slug, "submissions", phase))
             count = partial(_count, store, slug, phase)
             counts[slug] += int(memo.get(f"submissions {tree}", count)) if tree else int(count())
     return counts

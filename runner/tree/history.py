@@ -15,6 +15,7 @@ written again (a tree of a million results has 600 phases: a new result costs on
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import pickle
 import subprocess
@@ -87,7 +88,6 @@ class History:
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
         self._versions: dict[str, dict[str, list[tuple[dt.datetime, str]]]] = {}  # per phase, files of several records
         self._signed: dict[str, dt.datetime | None] = {}  # a past record's verified signing time, by blob
-        self._worktree: tuple[WorkingTree | None] | None = None
         self.read_from_git: list[str] = []  # the blobs read from git, in order: what reading history cost
         self.git_commands: list[tuple[str, ...]] = []  # each git command's arguments, in order: the rest of it
 
@@ -138,15 +138,14 @@ class History:
         self._read(set(snapshot.files.values()))
         return self._results(snapshot.files, snapshot.at)
 
+    @functools.cached_property
     def worktree(self) -> WorkingTree | None:
         """What the working tree holds unlike HEAD under the challenges (`runner.tree.worktree`), asked once."""
-        if self._worktree is None:
-            self._worktree = (working_tree(self.store.root, CHALLENGES),)
-        return self._worktree[0]
+        return working_tree(self.store.root, CHALLENGES)
 
     def _unchanged_at_head(self, phase: str) -> State:
         """The phase's result files at HEAD (path -> blob) that the working tree holds unchanged."""
-        tree = self.worktree()
+        tree = self.worktree
         head = self._log(phase)[0]
         return {} if tree is None else {path: blob for path, blob in head.items() if not tree.differs(path)}
 

@@ -98,6 +98,10 @@ class TreePaths:
     def results(self, slug: str, phase: str) -> Path:
         return self._at(slug, "results", phase)
 
+    def all_results(self, slug: str) -> Path:
+        """The folder holding each phase's results."""
+        return self._at(slug, "results")
+
     def result_file(self, slug: str, phase: str, participant: str, sub_id: str) -> Path:
         return Path(self.root, result_path(slug, phase, participant, sub_id))
 
@@ -112,6 +116,11 @@ class TreePaths:
 
     def evaluation(self, slug: str) -> Path:
         return self._at(slug, "evaluation")
+
+
+def phase_folder(slug: str, kind: str, phase: str) -> str:
+    """The repository path of a phase's folder of `kind` ("results" or "submissions"), as git names it."""
+    return f"{CHALLENGES}/{slug}/{kind}/{phase}"
 
 
 def result_path(slug: str, phase: str, participant: str, sub_id: str) -> str:

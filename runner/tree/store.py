@@ -92,7 +92,7 @@ class Store:
 
     def result_folders(self, slug: str) -> list[str]:
         """The folders of the challenge's results, one per phase."""
-        return _folders(str(self.paths.base / slug / "results"), None)
+        return _folders(str(self.paths.all_results(slug)), None)
 
     def _submission_files(self, slug: str, phase: str | None, participant: str | None) -> Iterator[str]:
         for phase_folder in _folders(str(self.paths.submissions(slug)), phase):
