@@ -111,7 +111,10 @@ def slugify(text: str) -> str:
 def words(text: str) -> list[str]:
     """The words of `text` as the search compares them: accents dropped, case folded
     (catalog.js folds the reader's query the same way)."""
-    folded = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch)).casefold()
+    if text.isascii():  # nothing to decompose or drop (most pages): the pass per character took 0.8 s at 300 challenges
+        folded = text.casefold()
+    else:
+        folded = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch)).casefold()
     return [w for w in WORD.findall(folded) if len(w) <= LONGEST_WORD]
 
 

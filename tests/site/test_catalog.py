@@ -352,6 +352,12 @@ def test_search_words_come_from_the_challenges_own_pages(catalog_repo):
     assert "number" in found["challenge-000"].split() and "script" not in found["challenge-000"]  # no JSON-LD
 
 
+def test_search_words_fold_accents_and_case_as_the_reader_query_is_folded():
+    assert catalog.words("Café NAÏVE Straße Ǆemal THE_End") == ["cafe", "naive", "strasse", "dzemal", "the", "end"]
+    assert catalog.words("Plain ASCII Text, 2026") == ["plain", "ascii", "text", "2026"]  # no decomposition needed
+    assert catalog.words("x" * 41 + " kept") == ["kept"]  # longer "words" are hashes and data
+
+
 @pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
 def test_built_catalog_keeps_its_scripts_and_links(catalog_repo, builder):
     stage_of(catalog_repo, now=NOW)
