@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runner.settings import Settings
 from runner.site import pages, serve
-from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config
+from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config, site_builder
 
 from . import summary
 from .common import SubParsers, err, open_store, out, port, settings_here
@@ -40,11 +40,14 @@ def generate_pages(root: Path, settings: Settings) -> SiteConfig:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    config = generate_pages(args.root.resolve(), settings_here())
+    root = args.root.resolve()
     if args.pages_only:
-        out.print(f"pages generated in {config.stage}")
+        out.print(f"pages generated in {generate_pages(root, settings_here()).stage}")
         return 0
-    site = build_site(config, args.builder, strict=args.strict)
+    # The builder gets ready (MkDocs' imports, its cache) on another core while the pages are generated.
+    with site_builder(SiteConfig.read(root), args.builder, strict=args.strict) as builder:
+        generate_pages(root, settings_here())
+        site = builder.build()
     out.print(f"site built in {site}")
     return 0
 

@@ -7,10 +7,13 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
+
+import pytest
 
 from runner.site import pages
-from runner.site.build import SiteConfig, build_site, builder_config
+from runner.site.build import SiteConfig, build_site, builder_config, generated_settings, site_builder
+from runner.site.incremental import posix_key
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, add_result
 
@@ -97,3 +100,26 @@ def test_kept_pages_follow_the_link_targets_titles_and_search_entries_of_others(
     assert again.returncode == 0 and "dirty" not in again.stderr and "stale" not in again.stderr  # MkDocs' own notices
     assert {path: path.stat().st_mtime_ns for path in before} == before  # nothing changed: nothing written
     assert differences(site, tmp_path / "fourth") == []  # the search index whole, from the kept pages' entries
+
+
+@pytest.mark.parametrize("path", ["a/b.md", "a//b.md", "./a.md", "a/./b.md", "a/b/", "/abs/x.json", "../up.md",
+                                  "a/../b", "", ".", "a\\b.md", "é/ü.md", "a/b/."])
+def test_a_link_target_is_keyed_as_mkdocs_keys_it(path):
+    assert posix_key(path) == PurePath(path).as_posix()
+
+
+def test_the_generated_configuration_is_read_as_mkdocs_reads_it(repo):
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=repo / "build" / "page-cache")
+    path = builder_config(config)
+    settings = generated_settings(path)
+    assert settings is not None and settings["INHERIT"] == "mkdocs.yml" and settings["nav"]
+    path.write_text(path.read_text() + "extra: {added: !ENV [HOME]}\n")  # not what builder_config writes
+    assert generated_settings(path) is None  # MkDocs' own loader reads it: the tag is MkDocs'
+
+
+def test_a_builder_never_told_to_build_leaves_the_site_alone(repo):
+    config = SiteConfig.read(repo)
+    with site_builder(config) as builder:
+        assert builder.waiting is not None and builder.waiting.poll() is None  # ready, and waiting
+    assert builder.waiting is None and not config.site.exists()
