@@ -62,7 +62,7 @@ def builder_config(config: SiteConfig) -> Path:
     if nav.is_file():
         settings["nav"] = json.loads(nav.read_text(encoding="utf-8"))
     text = "# Written by `challenge build` from mkdocs.yml and the generated pages; edit mkdocs.yml instead.\n"
-    # libyaml's dumper where PyYAML has it: the same text, a quarter of the time over 300 challenges' navigation
+    # libyaml's dumper where PyYAML has it (read back the same; a quarter of the time over 300 challenges' nav)
     text += yaml.dump(settings, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
                       allow_unicode=True)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -110,7 +110,12 @@ class StartedBuild:
             if previous not in (None, "mkdocs"):
                 shutil.rmtree(self.config.site, ignore_errors=True)  # another builder's files do not pass for its own
             waiting, self.waiting = self.waiting, None
-            stdout, stderr = waiting.communicate("build\n")
+            try:
+                stdout, stderr = waiting.communicate("build\n")
+            except BaseException:  # interrupted: the builder goes too, as subprocess.run's would
+                waiting.kill()
+                waiting.wait()
+                raise
             code = waiting.returncode
         else:  # Zensical keeps its own cache and removes stale files: --clean would drop both
             exe = shutil.which("zensical") or str(Path(sys.executable).with_name("zensical"))

@@ -301,14 +301,15 @@ def _ready(config_file: Path, cache_file: Path) -> object:
     settings = generated_settings(config_file)
     if settings is not None:
         quiet = logging.getLogger("mkdocs")
-        level, quiet.level = quiet.level, logging.CRITICAL + 1
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL + 1)  # setLevel, which also clears the loggers' cached answers
         try:
             with open(config_file.parent / settings["INHERIT"], "rb") as parent:
-                load_config(parent, config_file_path=str(config_file))
+                load_config(parent, config_file_path=os.path.abspath(config_file))
         except Exception:  # a warm-up only: the real load reports what is wrong
             pass
         finally:
-            quiet.level = level
+            quiet.setLevel(level)
     return _read(cache_file)
 
 
@@ -319,8 +320,8 @@ def _load_config(config_file: Path, *, strict: bool) -> MkDocsConfig:
     settings = generated_settings(config_file)
     if settings is None:
         return load_config(str(config_file), strict=strict)
-    with open(config_file.parent / settings.pop("INHERIT"), "rb") as parent:
-        return load_config(parent, config_file_path=str(config_file), strict=strict, **settings)
+    with open(config_file.parent / settings.pop("INHERIT"), "rb") as parent:  # absolute, as MkDocs makes a path
+        return load_config(parent, config_file_path=os.path.abspath(config_file), strict=strict, **settings)
 
 
 def build_incrementally(config: MkDocsConfig, cache_file: Path, site: str, *, kept: object = None) -> None:

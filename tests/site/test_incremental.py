@@ -123,3 +123,29 @@ def test_a_builder_never_told_to_build_leaves_the_site_alone(repo):
     with site_builder(config) as builder:
         assert builder.waiting is not None and builder.waiting.poll() is None  # ready, and waiting
     assert builder.waiting is None and not config.site.exists()
+
+
+def test_the_generated_configuration_loads_as_mkdocs_loads_it(repo, monkeypatch):
+    from mkdocs.config import load_config
+
+    from runner.site import incremental
+
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=repo / "build" / "page-cache")
+    monkeypatch.chdir(repo)
+    ours, theirs = incremental._load_config(Path(builder_config(config).name), strict=False), load_config(
+        builder_config(config).name)
+    for option in ("config_file_path", "nav", "docs_dir", "site_dir", "markdown_extensions", "mdx_configs"):
+        assert ours[option] == theirs[option], option
+    assert ours.theme.custom_dir == theirs.theme.custom_dir and ours.theme.dirs == theirs.theme.dirs
+
+
+def test_a_builder_told_to_build_still_warns_of_the_configuration(repo):
+    config = SiteConfig.read(repo)
+    pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=repo / "build" / "page-cache")
+    builder_config(config)
+    (repo / "mkdocs.yml").write_text((repo / "mkdocs.yml").read_text() + "\nbogus_option: 1\n")
+    told = subprocess.run([sys.executable, "-m", "runner.site.incremental", "mkdocs.generated.yml",
+                           str(repo / "build" / "cache"), "--when-told"], input="build\n", cwd=repo,
+                          capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert told.returncode == 0 and "Unrecognised configuration name: bogus_option" in told.stderr
