@@ -13,7 +13,8 @@ entries depend on, never what a page says:
 - git history (`<folder>-history/`), which `runner.tree.history` keeps, and the commit that added
   each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps;
 - the times of the folders of results and submissions last found to hold exactly HEAD's files
-  (`<folder>-folders.pickle`), which `runner.tree.worktree` keeps.
+  (`<folder>-folders.pickle`), which `runner.tree.worktree` keeps;
+- the challenges' and phases' files as parsed (`<folder>-parsed.pickle`), which `runner.tree.parsed` keeps.
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
@@ -44,6 +45,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # i
 from runner.codekey import code_key, file_sha256
 from runner.tree.history import History, HistoryError
 from runner.tree.model import Challenge
+from runner.tree.parsed import ParsedFiles
 from runner.tree.paths import phase_folder
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
@@ -108,6 +110,7 @@ class Cache:
     history: Path | None = None  # runner.tree.history's cache file
     added: Path | None = None  # runner.tree.gitfiles.added_all's cache file
     folders: Path | None = None  # the times of checked folders, runner.tree.worktree's (`tree_ids`)
+    parsed: ParsedFiles = field(default_factory=lambda: ParsedFiles(None, ""))  # challenge and phase files, parsed
     # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
     digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
     staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
@@ -121,6 +124,7 @@ class Cache:
                    manifest=manifest, history=folder and folder.with_name(f"{folder.name}-history"),
                    added=folder and folder.with_name(f"{folder.name}-added.pickle"),
                    folders=folder and folder.with_name(f"{folder.name}-folders.pickle"),
+                   parsed=ParsedFiles(folder and folder.with_name(f"{folder.name}-parsed.pickle"), code),
                    staged=_staged(manifest))
 
     def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:

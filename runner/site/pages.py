@@ -199,40 +199,41 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     now = now or dt.datetime.now(dt.UTC)
     today = today or now.date()
     caches = Cache.open(cache, stage, code(__name__, templates))
-    run = _Run(environment(templates), History(store, cache=caches.history), now, caches,
-               repo=catalog.repository_url(store.root))
-    wanted = run.wanted
-    slugs = store.slugs()
-    ids = caches.tree_ids(run.history, phase_folders(store, slugs))
-    counts = submission_counts(store, slugs, caches.memo, ids)
-    entries = [catalog_entry(store, slug, today, submissions=counts[slug]) for slug in slugs]
-    news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
-    _site_pages(store.base, wanted)
-    keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now, ids=ids)
-    caches.precompute([(keys[e.challenge.slug, p.slug], partial(_phase_files_of, run, store, e.challenge, p))
-                       for e in entries for p in e.phases])
-    for entry in entries:
-        _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
-        _phases_section(run, entry)
-        _data_section(run, entry)
-        for phase in entry.phases:
-            news.setdefault(entry.challenge.slug, []).extend(
-                _phase(run, store, entry.challenge, phase, keys[entry.challenge.slug, phase.slug]))
-        for spec in entry.challenge.combined_leaderboards:
-            _combined_page(run, store, entry.challenge, spec)
-    for line in run.left_out:
-        log(line)
-    site_url = catalog.site_url(store.root)
-    catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
-    feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get,
-                added=caches.added)
-    caches.prune()  # after the feeds, which the memo keeps too
-    _reference(wanted)
-    wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
-    for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
-        if path.is_file():
-            wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
-    return caches.sync(wanted)
+    with store.keeping_parsed(caches.parsed):  # the challenges' and phases' files as parsed last time
+        run = _Run(environment(templates), History(store, cache=caches.history), now, caches,
+                   repo=catalog.repository_url(store.root))
+        wanted = run.wanted
+        slugs = store.slugs()
+        ids = caches.tree_ids(run.history, phase_folders(store, slugs))
+        counts = submission_counts(store, slugs, caches.memo, ids)
+        entries = [catalog_entry(store, slug, today, submissions=counts[slug]) for slug in slugs]
+        news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
+        _site_pages(store.base, wanted)
+        keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now, ids=ids)
+        caches.precompute([(keys[e.challenge.slug, p.slug], partial(_phase_files_of, run, store, e.challenge, p))
+                           for e in entries for p in e.phases])
+        for entry in entries:
+            _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
+            _phases_section(run, entry)
+            _data_section(run, entry)
+            for phase in entry.phases:
+                news.setdefault(entry.challenge.slug, []).extend(
+                    _phase(run, store, entry.challenge, phase, keys[entry.challenge.slug, phase.slug]))
+            for spec in entry.challenge.combined_leaderboards:
+                _combined_page(run, store, entry.challenge, spec)
+        for line in run.left_out:
+            log(line)
+        site_url = catalog.site_url(store.root)
+        catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
+        feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get,
+                    added=caches.added)
+        caches.prune()  # after the feeds, which the memo keeps too
+        _reference(wanted)
+        wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
+        for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
+            if path.is_file():
+                wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
+        return caches.sync(wanted)
 
 
 def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:

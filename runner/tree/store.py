@@ -20,6 +20,7 @@ from runner.tree.gitfiles import added
 from runner.tree.loading import load_approvals, load_challenge, load_phase, load_submission
 from runner.tree.located import ModelError
 from runner.tree.model import Challenge
+from runner.tree.parsed import ParsedFiles
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
 from runner.tree.phase_model import Phase
@@ -48,6 +49,7 @@ class Store:
         self.signer = signer  # the runner's key: every record it writes is signed with it
         # The site's: results that do not verify are never read as results (`publishable`), once the tree lists keys.
         self.verifier = verifier
+        self.parsed: ParsedFiles | None = None  # challenge and phase files as parsed in earlier runs, if kept
 
     # --- challenges and phases -------------------------------------------------------------
 
@@ -58,18 +60,33 @@ class Store:
 
     def challenge(self, slug: str) -> Challenge:
         path = self.paths.challenge_file(slug)
-        return _cached_challenge(path, _mtime(path))
+        mtime = _mtime(path)  # a missing file is a ModelError, kept or not
+        return self.parsed.load(path, load_challenge) if self.parsed else _cached_challenge(path, mtime)
 
     def phases(self, slug: str) -> dict[str, Phase]:
         """The challenge's phases in the order participants meet them (see `phase_order`)."""
         paths = sorted(self.paths.phases(slug).glob("*.yml"))
-        return phase_order({p.stem: _cached_phase(p, slug, _mtime(p)) for p in paths})
+        return phase_order({p.stem: self._phase(p, slug) for p in paths})
+
+    @contextlib.contextmanager
+    def keeping_parsed(self, parsed: ParsedFiles) -> Iterator[None]:
+        """Challenge and phase files read through `parsed` meanwhile, which keeps them at the end."""
+        previous, self.parsed = self.parsed, parsed
+        try:
+            yield
+            parsed.save()
+        finally:
+            self.parsed = previous
 
     def phase(self, slug: str, phase: str) -> Phase:
         path = self.paths.phase_file(slug, phase)
         if not path.is_file():
             raise ModelError(path, None, None, f"challenge {slug!r} has no phase {phase!r}")
-        return _cached_phase(path, slug, _mtime(path))
+        return self._phase(path, slug)
+
+    def _phase(self, path: Path, slug: str) -> Phase:
+        mtime = _mtime(path)
+        return self.parsed.load(path, load_phase, slug) if self.parsed else _cached_phase(path, slug, mtime)
 
     # --- submissions -------------------------------------------------------------------------
 
@@ -324,7 +341,8 @@ def _mtime(path: Path) -> float:
         raise ModelError(path, None, None, "does not exist") from None
 
 
-# Keyed on modification time so `challenge serve` sees edits without restarting.
+# Keyed on modification time so `challenge serve` sees edits without restarting (Store.parsed, where set,
+# keeps them between runs instead).
 @cache
 def _cached_challenge(path: Path, _mtime: float) -> Challenge:
     return load_challenge(path)
