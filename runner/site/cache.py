@@ -14,7 +14,8 @@ entries depend on, never what a page says:
   each challenge (`<folder>-added.pickle`), which `runner.tree.gitfiles.added_all` keeps;
 - the times of the folders of results and submissions last found to hold exactly HEAD's files
   (`<folder>-folders.pickle`), which `runner.tree.worktree` keeps;
-- the challenges' and phases' files as parsed (`<folder>-parsed.pickle`), which `runner.tree.parsed` keeps.
+- the challenges' and phases' files as parsed (`<folder>-parsed.pickle`), which `runner.tree.parsed` keeps,
+  and the page templates as Jinja compiled them (`<folder>-templates/`, Jinja's own bytecode cache).
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
@@ -111,6 +112,7 @@ class Cache:
     added: Path | None = None  # runner.tree.gitfiles.added_all's cache file
     folders: Path | None = None  # the times of checked folders, runner.tree.worktree's (`tree_ids`)
     parsed: ParsedFiles = field(default_factory=lambda: ParsedFiles(None, ""))  # challenge and phase files, parsed
+    compiled: Path | None = None  # the page templates as Jinja compiled them (its bytecode cache checks each source)
     # By path relative to the stage as text (unpickling thousands of Paths costs more than the rest):
     digests: dict[str, str] = field(default_factory=dict)  # of the phases' files, known without hashing again
     staged: dict[str, Staged] = field(default_factory=dict)  # the staging folder's files as the last run left them
@@ -125,6 +127,7 @@ class Cache:
                    added=folder and folder.with_name(f"{folder.name}-added.pickle"),
                    folders=folder and folder.with_name(f"{folder.name}-folders.pickle"),
                    parsed=ParsedFiles(folder and folder.with_name(f"{folder.name}-parsed.pickle"), code),
+                   compiled=folder and folder.with_name(f"{folder.name}-templates"),
                    staged=_staged(manifest))
 
     def phase(self, key: str | None, make: Made[T], wanted: dict[Path, bytes]) -> T:

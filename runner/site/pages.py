@@ -40,7 +40,7 @@ from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
-from runner.site.cache import Cache, code, phase_folders, phase_keys, signers, submission_counts
+from runner.site.cache import Cache, Memo, code, phase_folders, phase_keys, signers, submission_counts
 from runner.site.catalog import CatalogEntry, catalog_entry
 from runner.site.datafiles import data_file, data_suffix, gzipped, json_bytes, result_files
 from runner.site.facts import (
@@ -170,10 +170,15 @@ class _Run:
     repo: str | None = None  # mkdocs.yml's extra.repository: each open phase links GitHub's editor there
 
 
-def environment(templates: Path) -> jinja2.Environment:
-    """The pages' templates: every value text unless marked safe (`templating`)."""
-    return templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href,
-                                  organizer_markdown=templating.organizer_markdown)
+def environment(templates: Path, *, compiled: Path | None = None) -> jinja2.Environment:
+    """The pages' templates: every value text unless marked safe (`templating`); `compiled`: a folder
+    where Jinja keeps them compiled between runs (0.15 s a build)."""
+    env = templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href,
+                                 organizer_markdown=templating.organizer_markdown)
+    if compiled is not None:
+        compiled.mkdir(parents=True, exist_ok=True)
+        env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(compiled))
+    return env
 
 
 def href(url: str) -> str:
@@ -200,7 +205,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
     today = today or now.date()
     caches = Cache.open(cache, stage, code(__name__, templates))
     with store.keeping_parsed(caches.parsed):  # the challenges' and phases' files as parsed last time
-        run = _Run(environment(templates), History(store, cache=caches.history), now, caches,
+        run = _Run(environment(templates, compiled=caches.compiled), History(store, cache=caches.history), now, caches,
                    repo=catalog.repository_url(store.root))
         wanted = run.wanted
         slugs = store.slugs()
@@ -227,8 +232,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
         feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get,
                     added=caches.added)
-        caches.prune()  # after the feeds, which the memo keeps too
-        _reference(wanted)
+        _reference(wanted, caches.memo)
+        caches.prune()  # after the feeds and the reference, which the memo keeps too
         wanted[Path(NAV_FILE)] = (json.dumps(navigation(entries, wanted), indent=1) + "\n").encode()
         for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
             if path.is_file():
@@ -404,12 +409,17 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
                               lambda: json_bytes({**bootstrap_summary(phase, frame, spec), "teams_ranked": ranked}))
 
 
-def _reference(wanted: dict[Path, bytes]) -> None:
+def _reference(wanted: dict[Path, bytes], memo: Memo) -> None:
     """The organizers' field reference and each file kind's JSON Schema, both derived from the one
-    declaration of the fields, so editors with the YAML language server can point at the site."""
-    wanted[Path("reference.md")] = reference_markdown().encode()
-    for name, schema in json_schemas().items():
-        wanted[Path("schemas", f"{name}.schema.json")] = (json.dumps(schema, indent=2) + "\n").encode()
+    declaration of the fields, so editors with the YAML language server can point at the site. From
+    the code alone, so kept in the memo (whose keys hold the code): making them took 0.16 s a build."""
+    def make() -> bytes:
+        files = {"reference.md": reference_markdown().encode()}
+        for name, schema in json_schemas().items():
+            files[f"schemas/{name}.schema.json"] = (json.dumps(schema, indent=2) + "\n").encode()
+        return json.dumps({rel: data.decode() for rel, data in files.items()}).encode()
+    for rel, text in json.loads(memo.get("the field reference and the schemas", make)).items():
+        wanted[Path(rel)] = text.encode()
 
 
 def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[Any]:

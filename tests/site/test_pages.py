@@ -408,3 +408,17 @@ def test_a_comment_and_a_link_are_published_where_the_phase_shows_them(repo, sho
     assert ("[Preprint](https://arxiv.org/abs/2601.00001)" in board) == shown
     viewer = (stage / CHALLENGE / "results" / PHASE / "view.md").read_text()
     assert 'data-supplementary-url="Preprint"' in viewer
+
+
+def test_the_field_reference_kept_between_builds_is_the_one_made_now(repo, tmp_path, monkeypatch):
+    from runner.site.reference import reference_markdown
+
+    config, made = SiteConfig.read(repo), []
+    real = pages.reference_markdown
+    monkeypatch.setattr(pages, "reference_markdown", lambda: made.append(1) or real())
+    for _ in range(2):
+        pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=tmp_path / "page-cache")
+    assert made == [1]  # made once, then read back
+    assert (config.stage / "reference.md").read_text() == reference_markdown()
+    for name, schema in json_schemas().items():
+        assert json.loads((config.stage / "schemas" / f"{name}.schema.json").read_text()) == schema
