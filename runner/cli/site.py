@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from runner.settings import Settings
-from runner.site import pages, serve
+from runner.site import serve
 from runner.site.build import BUILDERS, SiteConfig, build_site, builder_config, site_builder
 
 from . import summary
@@ -33,6 +33,8 @@ def generate_pages(root: Path, settings: Settings) -> SiteConfig:
         err.print("note: the runners' keys are read from challenges/allowed_signers, which anyone who can push "
                   f"may edit: pin them in the {ENV_ALLOWED_SIGNERS} variable (challenges/organizers.md)")
     store = open_store(root, settings, keys=publish_keys(settings), verifier=verifier)  # publishes only what verifies
+    from runner.site import pages  # here, not at the top: `challenge build --help` need not import pandas
+
     pages.generate(store, config.stage, config.templates, config.assets,
                    cache=root / "build" / "page-cache", log=lambda line: err.print(f"left out: {line}", markup=False))
     builder_config(config)  # the navigation just generated, for the site builder
