@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = N
     target = (only or store.base).resolve()
     if not target.exists():
         return Report([ModelError(target, None, None, "does not exist")])
-    files = [target] if target.is_file() else sorted(p for p in target.rglob("*") if p.is_file())
+    files = [target] if target.is_file() else _files(target)
     checker = _Checker(store, now or dt.datetime.now(dt.UTC))
     for path in files:
         kind = kind_of(store, path)
@@ -83,6 +84,21 @@ def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = N
     for found in (checker.report.problems, checker.report.warnings):
         found.sort(key=lambda p: (str(p.path), p.line or 0))  # by file, then line; whole-file ones first
     return checker.report
+
+
+def _files(folder: Path) -> list[Path]:
+    """The files under `folder` as `Path.rglob` and `Path.is_file` find them (links to files included,
+    linked folders not entered), in the order of sorted Paths; by `os.scandir`, whose entries know
+    their type without a `stat` each: two million files of a living benchmark, listed in seconds."""
+    found, folders = [], [str(folder)]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file():
+                    found.append(entry.path)
+    return [Path(path) for path in sorted(found, key=lambda path: path.split(os.sep))]
 
 
 def kind_of(store: Store, path: Path) -> str | None:
@@ -111,6 +127,9 @@ class _Checker:
         self.store, self.report, self.now = store, Report(), now
         self.unevaluated: dict[str, list[str]] = {}
         self.submissions: list[Submission] = []  # the valid ones, for what spans them (the same image)
+        # Asked of every submission (a million, in a living benchmark): read once per challenge and phase.
+        self.phase_names: dict[str, list[str]] = {}
+        self.phases: dict[tuple[str, str], Phase | None] = {}
         self.handlers: dict[str, Callable[[Path], object]] = {
             "challenge": self.challenge, "phase": self.phase, "submission": self.submission,
             "result": load_result, "approvals": self.approvals, "exclusions": self.exclusions, "teams": self.teams,
@@ -251,16 +270,14 @@ class _Checker:
                 return []
         return seen if parent == phase.slug and len(seen) > 1 else []
 
-    def _results(self, slug: str, phase: str) -> list[Result]:
-        """The phase's committed results that can be read (the others are reported as files): whole where
-        the runner's copies or the store's keys open what their public records withhold."""
-        found = []
+    def _results(self, slug: str, phase: str) -> Iterator[Result]:
+        """The phase's committed results that can be read (the others are reported as files), read as they are
+        asked for: whole where the runner's copies or the store's keys open what their public records withhold."""
         for path in sorted((self.store.base / slug / "results" / phase).glob("*/*.json")):
             try:
-                found.append(self.store.read_result(path))
+                yield self.store.read_result(path)
             except (ModelError, OSError, UnicodeDecodeError):
                 continue
-        return found
 
     def submission(self, path: Path) -> None:
         parts = path.relative_to(self.store.base).parts
@@ -268,7 +285,8 @@ class _Checker:
             return self.problem(path, None, "a submission must sit at challenges/<challenge>/submissions/<phase>/"
                                             "<participant>/<id>.yml")
         slug, _, phase, participant, _ = parts
-        phases = sorted(p.stem for p in (self.store.base / slug / "phases").glob("*.yml"))
+        if (phases := self.phase_names.get(slug)) is None:
+            phases = self.phase_names[slug] = sorted(p.stem for p in (self.store.base / slug / "phases").glob("*.yml"))
         if phase not in phases:
             return self.problem(path, None, f"challenge {slug!r} has no phase {phase!r} "
                                             f"(phases: {', '.join(phases) or 'none'})")
@@ -286,10 +304,12 @@ class _Checker:
 
     def _phase(self, slug: str, phase: str) -> Phase | None:
         """The phase; None when its file is broken (reported at that file, not here)."""
-        try:
-            return self.store.phase(slug, phase)
-        except ModelError:
-            return None
+        if (slug, phase) not in self.phases:
+            try:
+                self.phases[slug, phase] = self.store.phase(slug, phase)
+            except ModelError:
+                self.phases[slug, phase] = None
+        return self.phases[slug, phase]
 
     def _supplementary(self, path: Path, submission: Submission) -> None:
         found, pinned = submission.supplementary_path, submission.supplementary
@@ -366,22 +386,48 @@ class _Checker:
                 "no evaluation_image: add the evaluation container's Dockerfile, or set evaluation_image"))
 
 
-def score_path_warnings(path: Path, phase: Phase, results: list[Result]) -> list[ModelError]:
+def score_path_warnings(path: Path, phase: Phase, results: Iterable[Result]) -> list[ModelError]:
     """A warning for each score path that matches nothing in any succeeded result of the phase whose
     scores can be read (results read the way the leaderboard reads them, runner measurements under
     `runner`), or, results or not, that reads a runner measurement the phase never writes. A record
-    that withholds its scores holds none of them: trying a path on it proves nothing."""
-    succeeded = [r for r in results if r.status == "succeeded"]
-    documents = [scored_document(r) for r in succeeded if not r.withheld]
-    doc, warnings = load_yaml(path), []
+    that withholds its scores holds none of them: trying a path on it proves nothing. `results` are
+    read only as far as a match needs: where the first result matches every path, one is read."""
+    documents, warnings = _Documents(iter(results)), []
     for key, score_path, per_case in score_paths(phase):
         if any(_matches(document, score_path, per_case) for document in documents):
             continue
-        why = unwritten_runner_path(phase, score_path) or _unmatched(score_path, per_case, documents,
-                                                                      withheld=len(succeeded) - len(documents))
+        why = unwritten_runner_path(phase, score_path) or _unmatched(score_path, per_case, documents.read,
+                                                                      withheld=documents.withheld)
         if why:
-            warnings.append(doc.error(key, f"{score_path!r} {why}"))
+            warnings.append(load_yaml(path).error(key, f"{score_path!r} {why}"))
     return warnings
+
+
+class _Documents:
+    """The scored documents of the succeeded results whose scores can be read, each read once, when an
+    iteration first reaches it; once one has run to its end, `read` holds them all and `withheld`
+    counts the succeeded results that withhold their scores."""
+
+    def __init__(self, results: Iterator[Result]):
+        self.results, self.withheld = results, 0
+        self.read: list[dict[str, Any]] = []
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        index = 0
+        while index < len(self.read) or self._next():
+            yield self.read[index]
+            index += 1
+
+    def _next(self) -> bool:
+        for result in self.results:
+            if result.status != "succeeded":
+                continue
+            if result.withheld:
+                self.withheld += 1
+                continue
+            self.read.append(scored_document(result))
+            return True
+        return False
 
 
 def _unmatched(path: str, per_case: bool, documents: list[dict[str, Any]], *, withheld: int) -> str | None:

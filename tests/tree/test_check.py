@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 import shutil
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from runner.cli import main
-from runner.tree.check import check
+from runner.tree import check as check_module
+from runner.tree.check import check, score_path_warnings
+from runner.tree.result_model import Result
 from runner.tree.sealing import new_identity
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, NOW, PHASE, add_result, edit_yaml, phase_file, write_submission
@@ -175,6 +178,25 @@ def test_score_paths_are_tried_on_the_committed_results(tree, capsys):
     ]
 
 
+def test_score_paths_read_the_results_only_as_far_as_a_match(tree):
+    """A phase of a million results costs one read when its first result matches every path; one that
+    matches nothing still reads them all, and is told how many it tried."""
+    add_result(tree, "alice", "v1", 0.8, cases=[0.7, 0.9])
+    store, phase = Store(tree), phase_file(tree)
+    first = store.read_result(next((tree / "challenges" / CHALLENGE / "results" / PHASE).glob("*/*.json")))
+
+    def results(then: list[Result]) -> Iterator[Result]:
+        yield first
+        yield from then
+        raise AssertionError("read past the first result, which matched")
+    assert score_path_warnings(phase, store.phase(CHALLENGE, PHASE), results([])) == []
+    edit_yaml(phase, score_jsonpath="aggregates.dice.meen")
+    warnings = score_path_warnings(phase, store.phase(CHALLENGE, PHASE), iter([first, first]))
+    assert [w.message for w in warnings] == [
+        "'aggregates.dice.meen' matches no number in the 2 succeeded results of this phase; did you mean "
+        "'aggregates.dice.mean'?"]
+
+
 def test_score_paths_are_tried_only_where_the_scores_can_be_read(tree, capsys):
     """A blind phase's public records hold no scores: without the runner's copies (a workflow's checkout)
     they prove no path wrong; with them, the paths are tried on the whole results."""
@@ -281,3 +303,18 @@ def test_verified_participants_need_registration_with_approval(tree):
                         "registration"]
     edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", registration="required")
     assert check(Store(tree)).problems == []
+
+
+def test_the_tree_is_listed_as_rglob_lists_it(tmp_path):
+    """Files, links to files, no linked folders entered, no dangling links, in sorted Paths' order (where
+    'a.b/x' comes after 'a/b', unlike sorted strings)."""
+    for rel in ("a/b", "a.b/x", "a/c/d.yml", "z", "a-b/y"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "a" / "to-file").symlink_to(tmp_path / "z")
+    (tmp_path / "a" / "to-folder").symlink_to(tmp_path / "a.b", target_is_directory=True)
+    (tmp_path / "a" / "dangling").symlink_to(tmp_path / "nowhere")
+    listed = check_module._files(tmp_path)
+    assert listed == sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path).as_posix() for p in listed] == [
+        "a/b", "a/c/d.yml", "a/to-file", "a-b/y", "a.b/x", "z"]
