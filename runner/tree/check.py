@@ -92,12 +92,19 @@ def _files(folder: Path) -> list[Path]:
     their type without a `stat` each: two million files of a living benchmark, listed in seconds."""
     found, folders = [], [str(folder)]
     while folders:
-        with os.scandir(folders.pop()) as entries:
+        try:
+            entries = os.scandir(folders.pop())
+        except PermissionError:  # as rglob: a folder that cannot be read is left out
+            continue
+        with entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry.path)
-                elif entry.is_file():
-                    found.append(entry.path)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file():
+                        found.append(entry.path)
+                except OSError:  # Path.is_file's answer for a link that loops or runs through a file: not one
+                    continue
     return [Path(path) for path in sorted(found, key=lambda path: path.split(os.sep))]
 
 

@@ -218,6 +218,8 @@ def parse_result(text: bytes, path: Path) -> Result:
         raise ModelError(path, None, None, f"not a result record: {exc}") from None
     if result.status not in ("succeeded", "failed"):
         raise ModelError(path, None, "status", f"{result.status!r} is not succeeded or failed")
+    if result.metrics is not None and not isinstance(result.metrics, dict):  # every score path reads into it
+        raise ModelError(path, None, "metrics", f"must be a JSON object, not {type(result.metrics).__name__}")
     return result
 
 

@@ -306,14 +306,16 @@ def test_verified_participants_need_registration_with_approval(tree):
 
 
 def test_the_tree_is_listed_as_rglob_lists_it(tmp_path):
-    """Files, links to files, no linked folders entered, no dangling links, in sorted Paths' order (where
-    'a.b/x' comes after 'a/b', unlike sorted strings)."""
+    """Files, links to files, no linked folders entered, no dangling or looping links (not an error either),
+    in sorted Paths' order (where 'a.b/x' comes after 'a/b', unlike sorted strings)."""
     for rel in ("a/b", "a.b/x", "a/c/d.yml", "z", "a-b/y"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     (tmp_path / "a" / "to-file").symlink_to(tmp_path / "z")
     (tmp_path / "a" / "to-folder").symlink_to(tmp_path / "a.b", target_is_directory=True)
     (tmp_path / "a" / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path / "a" / "loop")  # a participant can commit either
+    (tmp_path / "a" / "through-a-file").symlink_to(tmp_path / "z" / "x")
     listed = check_module._files(tmp_path)
     assert listed == sorted(p for p in tmp_path.rglob("*") if p.is_file())
     assert [p.relative_to(tmp_path).as_posix() for p in listed] == [

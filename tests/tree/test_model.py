@@ -257,6 +257,20 @@ def test_a_submissions_link_and_comment_meet_the_phases_switches(tree, options, 
     assert extras_of(tree, options, lines) == problem
 
 
+@pytest.mark.parametrize("metrics", ["zz", [1, 2], 3])
+def test_a_result_whose_metrics_are_no_object_is_no_result(tmp_path, metrics):
+    """Every score path reads into the metrics: a record holding anything else there is refused where it is
+    read, not left to break the first leaderboard (or check) that reaches it."""
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
+                    created_at="2026-01-01T00:00:00+00:00", started_at="2026-01-01T00:00:00+00:00",
+                    finished_at="2026-01-01T00:00:01+00:00", metrics=metrics)  # type: ignore[arg-type]
+    path = tmp_path / "v1.json"
+    path.write_text(result.to_json())
+    with pytest.raises(ModelError) as refused:
+        load_result(path)
+    assert str(refused.value).endswith(f"metrics: must be a JSON object, not {type(metrics).__name__}")
+
+
 def test_a_result_signed_before_comments_and_links_existed_reads_as_it_was_signed():
     old = SubmissionDetails(title="Threshold", publication_url="https://arxiv.org/abs/1")
     result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status="succeeded",
