@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rich.console import Console
 from rich.measure import Measurement
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.errors import ChallengeError
@@ -119,6 +119,13 @@ def stage(label: str, console: Console = err) -> Iterator[None]:
         ended = "done in"
     finally:
         console.print(f"{label} {ended} {took(time.monotonic() - start)}", markup=False)
+
+
+def progress_bar(console: Console) -> Progress:
+    """A progress bar on `console` (stderr): the runner's, the check's; gone once done (the lines printed
+    above it stay)."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
 
 
 def _spinner(label: str, console: Console) -> contextlib.AbstractContextManager[Progress | None]:

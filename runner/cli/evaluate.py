@@ -12,13 +12,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from runner.errors import printable
 from runner.evaluation.job import RunnerConfig
@@ -34,7 +27,7 @@ from runner.tree.store import Store
 from runner.tree.submission_model import Submission
 
 from . import summary, warm_client
-from .common import Job, SubParsers, UsageError
+from .common import Job, SubParsers, UsageError, progress_bar
 from .keys import runner_keys, runner_store
 
 # What the options of every command that evaluates set (`runner_config`): how this runner host is set up.
@@ -203,8 +196,3 @@ def with_progress(queue: list[Submission], *, store: Store, executor: Executor, 
         return run_jobs(queue, store=store, executor=executor, config=config, base=base, rerun=rerun,
                         sweep_dead=sweep_dead, on_done=done, on_case=case_done, log=note)
 
-
-def progress_bar(console: Console) -> Progress:
-    """The runner's progress bar on `console` (stderr), gone once done (the lines printed above it stay)."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)

@@ -26,12 +26,11 @@ from runner.tree.store import Store
 from runner.tree.submission_model import Submission
 
 from . import summary
-from .common import Job, SubParsers, UsageError, err, open_store, settings_here
+from .common import Job, SubParsers, UsageError, err, open_store, progress_bar, settings_here
 from .evaluate import (
     add_runner_options,
     evaluate_queue,
     preserved_dir,
-    progress_bar,
     runner_engine,
 )
 from .keys import runner_keys, runner_store

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
+from rich.console import Console
+
 from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
-from runner.tree.check import Report, check
+from runner.tree.check import Progress, Report, check
 from runner.tree.records import Keys
 
 from . import summary
-from .common import SubParsers, err, open_store, out, settings_here
+from .common import SubParsers, err, open_store, out, progress_bar, settings_here
 from .keys import runner_keys
 
 
@@ -27,7 +31,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     online = settings.github_token or settings.github_api_url
     store = open_store(args.root, settings, keys=runner_keys(settings) if online else Keys())
     workflows = args.path is not None and args.path.resolve().is_relative_to((store.root / WORKFLOWS).resolve())
-    report = Report() if workflows else check(store, args.path)
+    with files_read(err) as progress:
+        report = Report() if workflows else check(store, args.path, progress=progress)
     if args.path is None or workflows:  # the repository's own workflows: GitHub-hosted runners only
         report.problems += self_hosted_problems(store.root)
     for problem in report.problems:
@@ -40,6 +45,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 1
     out.print(f"ok: {args.path or store.base} is valid{warned}", markup=False)
     return 0
+
+
+@contextlib.contextmanager
+def files_read(console: Console) -> Iterator[Progress | None]:
+    """A bar of the files read on a terminal, gone once done (a million results take minutes); nothing
+    in a log."""
+    if not console.is_terminal:
+        yield None
+        return
+    with progress_bar(console) as bar:
+        task = bar.add_task("checking files", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _count(n: int, word: str) -> str:

@@ -65,20 +65,29 @@ class Report:
         return not self.problems
 
 
-def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = None) -> Report:
+Progress = Callable[[int, int], None]  # files read so far, of how many
+PROGRESS_EVERY = 1000  # files between two calls of `progress`: a million submissions, a thousand calls
+
+
+def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = None,
+          progress: Progress | None = None) -> Report:
     """Every problem in the tree, or in one file or folder of it, each located. `now` (default: the clock) is
-    when a hidden phase must already be closed to submissions."""
+    when a hidden phase must already be closed to submissions; `progress` hears how far the files are read."""
     target = (only or store.base).resolve()
     if not target.exists():
         return Report([ModelError(target, None, None, "does not exist")])
     files = [target] if target.is_file() else _files(target)
     checker = _Checker(store, now or dt.datetime.now(dt.UTC))
-    for path in files:
+    for done, path in enumerate(files):
+        if progress is not None and done % PROGRESS_EVERY == 0:
+            progress(done, len(files))
         kind = kind_of(store, path)
         if kind is not None:
             checker.file(kind, path)
         elif target.is_file():
             checker.report.problems.append(ModelError(path, None, None, f"is not {KNOWN}"))
+    if progress is not None:
+        progress(len(files), len(files))
     checker.evaluations()
     checker.same_images()
     for found in (checker.report.problems, checker.report.warnings):

@@ -13,7 +13,10 @@ from rich.console import Console
 
 from runner.cli import main
 from runner.cli.common import stage
+from runner.cli.tree import files_read
+from runner.tree.check import check
 from runner.tree.policy import took
+from runner.tree.store import Store
 from tests.cli.test_try import fake, own_data, run_try  # noqa: F401 (fixtures)
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, REPO
@@ -88,3 +91,21 @@ def test_demo_shows_each_stage_its_time_and_the_total(tmp_path, monkeypatch, cap
         assert re.search(rf"^{label} {DONE}$", printed.err, re.M), label
     assert re.search(r"\ndemo done in \d+\.\d s\n$", printed.err)
     assert printed.out.count("0.61235") == 3  # each example's log loss, to the phase's 5 places
+
+
+def test_a_check_on_a_terminal_shows_the_files_read_and_nothing_in_a_log(repo):
+    """`challenge check` over a million results takes minutes: a bar of the files read, on a terminal only."""
+    heard: list[tuple[int, int]] = []
+    report = check(Store(repo), progress=lambda done, total: heard.append((done, total)))
+    total = heard[-1][1]
+    assert report.ok and heard[0] == (0, total) and heard[-1] == (total, total) and total > 10
+    assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with files_read(terminal) as progress:
+        assert progress is not None
+        progress(5, 10)
+    assert "checking files" in terminal.file.getvalue()
+    log = Console(file=io.StringIO())
+    with files_read(log) as progress:
+        assert progress is None
+    assert lines(log) == []
