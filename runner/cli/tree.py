@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from runner.pullrequests.workflows import WORKFLOWS, self_hosted_problems
-from runner.tree.check import Progress, Report, check
+from runner.tree.check import FilesRead, Report, check
 from runner.tree.records import Keys
 
 from . import summary
@@ -48,7 +48,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def files_read(console: Console) -> Iterator[Progress | None]:
+def files_read(console: Console) -> Iterator[FilesRead | None]:
     """A bar of the files read on a terminal, gone once done (a million results take minutes); nothing
     in a log."""
     if not console.is_terminal:

@@ -65,12 +65,12 @@ class Report:
         return not self.problems
 
 
-Progress = Callable[[int, int], None]  # files read so far, of how many
+FilesRead = Callable[[int, int], None]  # files read so far, of how many
 PROGRESS_EVERY = 1000  # files between two calls of `progress`: a million submissions, a thousand calls
 
 
 def check(store: Store, only: Path | None = None, *, now: dt.datetime | None = None,
-          progress: Progress | None = None) -> Report:
+          progress: FilesRead | None = None) -> Report:
     """Every problem in the tree, or in one file or folder of it, each located. `now` (default: the clock) is
     when a hidden phase must already be closed to submissions; `progress` hears how far the files are read."""
     target = (only or store.base).resolve()
@@ -302,7 +302,7 @@ class _Checker:
                                             "<participant>/<id>.yml")
         slug, _, phase, participant, _ = parts
         if (phases := self.phase_names.get(slug)) is None:
-            phases = self.phase_names[slug] = sorted(p.stem for p in (self.store.base / slug / "phases").glob("*.yml"))
+            phases = self.phase_names[slug] = sorted(p.stem for p in self.store.paths.phases(slug).glob("*.yml"))
         if phase not in phases:
             return self.problem(path, None, f"challenge {slug!r} has no phase {phase!r} "
                                             f"(phases: {', '.join(phases) or 'none'})")
