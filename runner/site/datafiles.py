@@ -9,6 +9,11 @@ files grows with the results by 1/SHARD_SIZE, a new result rewrites one shard, a
 records to about a fifth (their keys and the phase's shared provenance repeat). The result viewer
 (site/assets/result.js) finds a record's shard by the same hash, `shard_of`, from the shard count
 the page gives it, and decompresses it in the browser (DecompressionStream).
+
+A phase's dated snapshots of its table are one file, HISTORY_FILE ({"snapshots": [...]}, newest
+first; `snapshots_file`), not one per day: twenty days a phase made three quarters of a 300-challenge
+site's files, which each builder lists and checks on every build, for 1.5 KB each. A reader's first
+snapshot fetches them all (about 9 KB gzipped for twenty days of 100 rows: gzip shares their names).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ SHARD_SIZE = 256  # records a shard holds on average: one fetch of about 100 KB 
 # A record larger than this (a container may write 16 MiB of metrics) is published in a file of its own,
 # which its shard names under ALONE: the 255 other results of the shard are not slowed by it.
 ALONE_OVER, ALONE = 64 * 1024, "$file"
+HISTORY_FILE = "history.json.gz"  # a phase's snapshots, beside its table (`snapshots_file`)
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0x811C9DC5, 0x01000193, 0xFFFFFFFF
 
 
@@ -54,6 +60,19 @@ def data_file(stem: str, data: bytes, *, records: int) -> tuple[str, bytes]:
     """The name and bytes of a phase's data file `stem` holding the JSON `data`, as `data_suffix` says."""
     suffix = data_suffix(records)
     return f"{stem}{suffix}", data if suffix == ".json" else gzipped(data)
+
+
+def snapshots_file(snapshots: list[bytes]) -> bytes:
+    """A phase's history file from its snapshots, each one's JSON object as bytes, newest first: joined, not
+    parsed and written again (each is kept in the page memo as it was ranked)."""
+    return gzipped(b'{"snapshots":[' + b",".join(snapshots) + b"]}")
+
+
+def read_snapshot(path: Path, day: str) -> dict[str, Any] | None:
+    """The snapshot of `day` (ISO) in the history file at `path`, as the leaderboard's script finds it; None
+    if it holds none of that day."""
+    found: list[dict[str, Any]] = read_data(path)["snapshots"]
+    return next((snap for snap in found if snap["as_of"] == day), None)
 
 
 def shard_count(records: int) -> int:

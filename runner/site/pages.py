@@ -42,7 +42,7 @@ from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
 from runner.site.cache import Cache, Memo, code, phase_folders, phase_keys, signers, submission_counts
 from runner.site.catalog import CatalogEntry, catalog_entry
-from runner.site.datafiles import data_file, data_suffix, gzipped, json_bytes, result_files
+from runner.site.datafiles import HISTORY_FILE, data_file, data_suffix, json_bytes, result_files, snapshots_file
 from runner.site.facts import (
     METHOD_NAMES,
     JobDuration,
@@ -372,7 +372,8 @@ def _render(run: _Run, template: str, **context: Any) -> bytes:
 
 def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], excluded: Mapping[str, str],
                made: Rows) -> list[str]:
-    """The table as it stood at the end of each day it changed, from git; none outside git.
+    """The table as it stood at the end of each day it changed, from git, in one file (`snapshots_file`);
+    none outside git.
     Only results the public may see now appear (approvals, where auto-publish is off). A result
     committed as a public record without its scores takes them from `current` (unsealed now)."""
     try:
@@ -386,15 +387,18 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
     # The current results as committed (public records, not unsealed), to spare reading their blobs again.
     files = {result_path(r.challenge, r.phase, r.participant, r.submission): r
              for r in current if not r.withheld and not withholds(phase)}
-    for snap in snapshots:
+    newest_first: list[bytes] = []
+    for snap in reversed(snapshots):
         def compute(snap: Snapshot = snap) -> bytes:
             then = [whole.get((r.participant, r.submission), r) if r.withheld else r
                     for r in run.history.results(snap, files)]
             board = leaderboard(phase, store.ranked(phase, then, now=run.now), excluded=excluded, made=made)
-            return gzipped(json_bytes({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase),
-                                       "rows": records(board, SNAPSHOT_ROWS), "total": len(board.rows)}))
+            return json_bytes({"as_of": snap.day.isoformat(), "commit": snap.commit, "fields": fields(phase),
+                               "rows": records(board, SNAPSHOT_ROWS), "total": len(board.rows)})
         key = f"snapshot {phase!r} {snap.commit} {approvals} {sorted(whole)} {sorted(excluded)} {signers(store)}"
-        run.wanted[folder / "history" / f"{snap.day}.json.gz"] = run.cache.memo.get(key, compute)
+        newest_first.append(run.cache.memo.get(key, compute))
+    if newest_first:
+        run.wanted[folder / HISTORY_FILE] = snapshots_file(newest_first)
     return [snap.day.isoformat() for snap in reversed(snapshots)]
 
 

@@ -55,15 +55,21 @@
     return table;
   }
 
+  // A link's day (after its "#") from the phase's one history file, fetched once per page.
+  var histories = {};
   function showSnapshot(link, target) {
-    C.json(link.getAttribute("href")).then(function (data) {
+    var parts = link.getAttribute("href").split("#"), url = parts[0], day = decodeURIComponent(parts[1] || "");
+    histories[url] = histories[url] || C.json(url).catch(function (e) { delete histories[url]; throw e; });
+    histories[url].then(function (history) {
+      var data = history.snapshots.filter(function (s) { return s.as_of === day; })[0];
+      if (!data) return;
       target.textContent = "";
       var p = target.appendChild(document.createElement("p"));
       var part = data.total > data.rows.length ? "its first " + data.rows.length + " of " + data.total + " rows, " : "";
       p.textContent = "As of " + data.as_of + " (end of day, UTC), " + part + "commit " + data.commit.slice(0, 12) + ": ";
       var raw = p.appendChild(document.createElement("a"));
-      raw.href = link.getAttribute("href");
-      raw.textContent = "JSON";
+      raw.href = url;
+      raw.textContent = "JSON (every day)";
       var wrap = target.appendChild(document.createElement("div"));
       wrap.className = "lb-table scroll";
       wrap.appendChild(snapshotTable(data, Number(target.dataset.places)));

@@ -116,6 +116,10 @@ def test_history_snapshot_shows_in_place(page, site_url):
     rows = wait_for(page, "#lb-snapshot table tbody tr", 2)
     assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["bob", "alice"]
     assert "As of 2026-03-01" in page.find_element(By.ID, "lb-snapshot").text
+    snapshots[0].click()  # the other day, from the same file: fetched once
+    WebDriverWait(page, 10).until(lambda b: "As of 2026-03-02" in b.find_element(By.ID, "lb-snapshot").text)
+    fetched = page.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert sum("history.json.gz" in url for url in fetched) == 1
 
 
 def test_result_viewer_renders_a_result(page, site_url):

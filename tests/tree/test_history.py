@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
 import os
 import pickle
@@ -15,7 +14,7 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
-from runner.site.datafiles import gzipped, read_data
+from runner.site.datafiles import read_data, read_snapshot
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, Tree, add_result, commit
@@ -99,35 +98,39 @@ def test_as_of_outside_git_is_one_clear_error(tree, capsys):
 def test_leaderboard_page_links_a_snapshot_per_day(history_repo):
     config = SiteConfig.read(history_repo)
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets)
-    folder = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "2026-03-01.json.gz", "2026-03-02.json.gz", "2026-03-05.json.gz", "2026-03-06.json.gz"]
-    snap = read_data(folder / "2026-03-02.json.gz")
-    assert snap["as_of"] == "2026-03-02" and len(snap["commit"]) == 40
+    folder = config.stage / CHALLENGE / "leaderboard" / PHASE
+    assert not (folder / "history").exists()  # one file for every day, not a file a day
+    days = [snap["as_of"] for snap in read_data(folder / "history.json.gz")["snapshots"]]
+    assert days == ["2026-03-06", "2026-03-05", "2026-03-02", "2026-03-01"]  # newest first, as the page links them
+    snap = read_snapshot(folder / "history.json.gz", "2026-03-02")
+    assert snap is not None and snap["as_of"] == "2026-03-02" and len(snap["commit"]) == 40
     assert [(r["rank"], r["participant"]) for r in snap["rows"]] == [(1, "bob"), (2, "alice")]
+    assert read_snapshot(folder / "history.json.gz", "2026-03-03") is None  # no change that day
     page = (config.stage / CHALLENGE / "leaderboard" / f"{PHASE}.md").read_text()
     assert page.index("[2026-03-06]") < page.index("[2026-03-01]")  # newest first
-    assert f"({PHASE}/history/2026-03-02.json.gz)" in page
+    assert f"({PHASE}/history.json.gz#2026-03-02)" in page
     assert main(["--root", str(history_repo), "build", "--strict"]) == 0  # every snapshot link resolves
+    assert (config.site / CHALLENGE / "leaderboard" / PHASE / "history.json.gz").is_file()
 
 
 def test_snapshots_are_ranked_once_and_kept_between_runs(history_repo):
     config, cache = SiteConfig.read(history_repo), history_repo / "build" / "cache"
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
 
-    def snapshots() -> dict[str, bytes]:  # the memo's entries that are snapshots (gzipped JSON)
+    def snapshots() -> dict[str, bytes]:  # the memo's entries that are snapshots (JSON)
         entries = {p.name: p.read_bytes() for p in cache.iterdir()}
-        return {name: data for name, data in entries.items()
-                if data[:2] == b"\x1f\x8b" and gzip.decompress(data).startswith(b'{"as_of"')}
+        return {name: data for name, data in entries.items() if data.startswith(b'{"as_of"')}
     kept = snapshots()
     assert len(kept) == 4  # one per snapshot (beside the feeds); no bootstrap without per-case values
-    snapshot = config.stage / CHALLENGE / "leaderboard" / PHASE / "history" / "2026-03-01.json.gz"
-    marked = next(name for name, data in kept.items() if data == snapshot.read_bytes())
-    (cache / marked).write_bytes(gzipped(b'{"as_of":"kept"}'))
+    history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history.json.gz"
+    marked = next(name for name, data in kept.items() if json.loads(data)["as_of"] == "2026-03-01")
+    (cache / marked).write_bytes(b'{"as_of":"2026-03-01","kept":true}')
     add_result(history_repo, "dave", "v1", 0.5)
     commit(history_repo, "2026-03-08T10:00:00Z")
     pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
-    assert read_data(snapshot) == {"as_of": "kept"}  # read back, not ranked again
+    assert read_snapshot(history, "2026-03-01") == {"as_of": "2026-03-01", "kept": True}  # read back, not ranked again
+    newest = read_snapshot(history, "2026-03-08")  # the new day joins the file
+    assert newest is not None and "dave" in [r["participant"] for r in newest["rows"]]
     assert len(snapshots()) == 5
 
 

@@ -13,7 +13,7 @@ import pytest
 from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
-from runner.site.datafiles import read_data
+from runner.site.datafiles import read_snapshot
 from runner.tree.records import Keys, sealed_path
 from runner.tree.sealing import new_identity, recipient, seal
 from runner.tree.signing import new_key, signers_line
@@ -172,9 +172,9 @@ def test_history_and_the_leaderboard_command_leave_out_what_does_not_verify(sign
     config = SiteConfig.read(signed_repo)
     pages.generate(Store(signed_repo, verifier=Verifier.of(signed_repo)), config.stage, config.templates,
                    config.assets)
-    history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
-    before = read_data(history / "2026-03-01.json.gz")["rows"]
-    after = read_data(history / "2026-03-02.json.gz")["rows"]
+    history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history.json.gz"
+    before = read_snapshot(history, "2026-03-01")["rows"]
+    after = read_snapshot(history, "2026-03-02")["rows"]
     assert [r["participant"] for r in before] == ["alice", "bob"]
     assert [r["participant"] for r in after] == ["alice"]
     for as_of in ([], ["--as-of", "2026-03-02"]):
@@ -262,8 +262,8 @@ def test_an_older_record_put_back_over_its_rerun_fails_to_verify(rerun_repo, cap
                    log=left.append)
     assert left and "an older record of its submission put back" in left[0]
     if how != "merged under a first parent that never saw the rerun":  # history reads the first parents
-        snapshots = config.stage / CHALLENGE / "leaderboard" / PHASE / "history"
-        rows = {day: [r["participant"] for r in read_data(snapshots / f"{day}.json.gz")["rows"]]
+        history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history.json.gz"
+        rows = {day: [r["participant"] for r in read_snapshot(history, day)["rows"]]
                 for day in ("2026-03-01", "2026-03-03")}
         assert rows == {"2026-03-01": ["alice"], "2026-03-03": []}  # genuine then, put back since
         assert main(["--root", str(tree), "leaderboard", CHALLENGE, PHASE, "--format", "json", "--as-of",
