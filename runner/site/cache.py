@@ -74,8 +74,11 @@ class Memo:
         name = self._name(inputs)
         self.used.add(name)  # `prune` keeps it
         path = self.folder / name
-        if path.is_file():
-            return path.read_bytes()
+        try:  # an empty entry is what a crash can leave of one written without a sync: made again
+            if kept := path.read_bytes():
+                return kept
+        except FileNotFoundError:
+            pass
         data = compute()
         write_atomic(path, data, durable=False)
         return data

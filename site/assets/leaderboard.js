@@ -55,14 +55,15 @@
     return table;
   }
 
-  // A link's day (after its "#") from the phase's one history file, fetched once per page.
+  // A link's day (its "#...") from the phase's one history file, fetched once (by its absolute address:
+  // under instant navigation, the same relative link on another phase's page is another file).
   var histories = {};
   function showSnapshot(link, target) {
-    var parts = link.getAttribute("href").split("#"), url = parts[0], day = decodeURIComponent(parts[1] || "");
+    var url = link.href.split("#")[0], day = link.hash.slice(1);
     histories[url] = histories[url] || C.json(url).catch(function (e) { delete histories[url]; throw e; });
     histories[url].then(function (history) {
       var data = history.snapshots.filter(function (s) { return s.as_of === day; })[0];
-      if (!data) return;
+      if (!data) throw new Error("no snapshot of " + day);
       target.textContent = "";
       var p = target.appendChild(document.createElement("p"));
       var part = data.total > data.rows.length ? "its first " + data.rows.length + " of " + data.total + " rows, " : "";
@@ -74,6 +75,11 @@
       wrap.className = "lb-table scroll";
       wrap.appendChild(snapshotTable(data, Number(target.dataset.places)));
       sortable(wrap.querySelector("table"));
+    }).catch(function () {
+      target.textContent = "The snapshot of " + day + " could not be loaded: ";
+      var raw = target.appendChild(document.createElement("a"));
+      raw.href = url;
+      raw.textContent = "the history file";
     });
   }
 

@@ -120,6 +120,9 @@ def test_history_snapshot_shows_in_place(page, site_url):
     WebDriverWait(page, 10).until(lambda b: "As of 2026-03-02" in b.find_element(By.ID, "lb-snapshot").text)
     fetched = page.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert sum("history.json.gz" in url for url in fetched) == 1
+    page.execute_script("document.querySelector('a.lb-snapshot').hash = '#1999-01-01'")  # a day it lacks
+    snapshots[0].click()
+    WebDriverWait(page, 10).until(lambda b: "could not be loaded" in b.find_element(By.ID, "lb-snapshot").text)
 
 
 def test_result_viewer_renders_a_result(page, site_url):

@@ -134,6 +134,19 @@ def test_snapshots_are_ranked_once_and_kept_between_runs(history_repo):
     assert len(snapshots()) == 5
 
 
+def test_an_entry_a_crash_left_empty_is_made_again(history_repo):
+    config, cache = SiteConfig.read(history_repo), history_repo / "build" / "cache"
+    pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
+    history = config.stage / CHALLENGE / "leaderboard" / PHASE / "history.json.gz"
+    before = read_data(history)["snapshots"]
+    for entry in cache.iterdir():  # written without a sync, an entry may be empty after a crash
+        entry.write_bytes(b"")
+    add_result(history_repo, "dave", "v1", 0.5)  # the phase is made again, its past days from the memo
+    commit(history_repo, "2026-03-08T10:00:00Z")
+    pages.generate(Store(history_repo), config.stage, config.templates, config.assets, cache=cache)
+    assert read_data(history)["snapshots"][1:] == before  # every past day, not a file that does not parse
+
+
 def test_current_results_stand_for_unchanged_committed_files(history_repo):
     store = Store(history_repo)
     current = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission)
