@@ -149,6 +149,11 @@ class PhasePage:
         return SNAPSHOT_ROWS
 
     @property
+    def history_file(self) -> str:
+        """The file beside the page that holds its snapshots, which the page links day by day."""
+        return HISTORY_FILE
+
+    @property
     def method_name(self) -> str:
         return METHOD_NAMES[self.phase.scoring_method_choice]
 
