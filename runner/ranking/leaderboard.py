@@ -17,9 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import pandas as pd
-
-from runner.ranking.exact import weighted
 from runner.tree.exclusions import ranking_exclusions
 from runner.tree.jsonpaths import compiled, lookup, lookup_all
 from runner.tree.model import CASE_METHODS, RANK_THEN_AVERAGE, CombinedLeaderboard
@@ -28,6 +25,8 @@ from runner.tree.phase_model import Phase
 from runner.tree.result_model import Result, scored_document
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from runner.ranking.methods import Aggregate, Method, Missing, RankSpec
 
 
@@ -115,9 +114,9 @@ def rank_rows(rows: list[Row], phase: Phase) -> list[Row]:
 def _rank_cases(rows: list[Row], phase: Phase) -> list[Row]:
     """challengeR's aggregate-then-rank, rank-then-aggregate or test-then-rank over the score's
     per-case values; the row's rank_score is the aggregate, the mean rank or the share of wins."""
-    from runner.ranking.methods import (  # scipy is needed only by phases that rank this way
-        rank,
-    )
+    import pandas as pd  # here, as the methods: a phase ranked by its results' scores needs neither
+
+    from runner.ranking.methods import rank  # scipy is needed only by phases that rank this way
 
     complete = [r for r in rows if r.case_values]
     if not complete:
@@ -154,6 +153,8 @@ def _metrics_frame(rows: list[Row]) -> pd.DataFrame:
     """flare_rank's long format: one row per result (its index), metric (its index) and case, for
     every case any result has; a value a result lacks is NaN, which ranks last."""
     cases = list(dict.fromkeys(case for r in rows for metric in r.metric_values for case, _ in metric))
+    import pandas as pd  # here: a phase ranked by its results' scores needs none
+
     records = []
     for i, row in enumerate(rows):
         for j, pairs in enumerate(row.metric_values):
@@ -294,6 +295,8 @@ def combined(spec: CombinedLeaderboard, boards: dict[str, Leaderboard]) -> list[
 def _combine(ranks: list[int], weights: list[float], how: str) -> float:
     if how == "median":
         return float(statistics.median(ranks))
+    from runner.ranking.exact import weighted  # here: its module imports numpy, which the rest does not need
+
     return weighted(ranks, weights, mean=how == "mean")  # exact: equal on paper, equal here
 
 
