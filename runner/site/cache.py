@@ -19,7 +19,7 @@ entries depend on, never what a page says:
 
 Every key derives from `runner.codekey` (the code that turns the tree into pages and the templates:
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
-(`Cache.precompute`). What to compute is handed in as functions.
+(`Cache.precomputing`). What to compute is handed in as functions.
 
 Knows: runner.codekey, runner.tree. Must not import: runner.site.pages nor any module that says what a
 page shows (catalog, feeds, facts, reference, report, templating), nor runner.ranking.
@@ -33,9 +33,10 @@ import multiprocessing
 import os
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -54,9 +55,21 @@ from runner.tree.records import write_atomic
 from runner.tree.store import Store
 
 T = TypeVar("T")
+# What OpenBLAS, OpenMP and MKL read, as they load, for their number of threads.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 Staged = tuple[int, int, str]  # a staged file's size, modification time (ns) and digest, as written
 Made = Callable[[], tuple[dict[Path, bytes], T]]  # computes a phase's files and what else it says
 Pending = tuple[str, Made[object]]  # a phase the cache lacks: its key (`phase_keys`) and how to compute it
+
+Workers = tuple[ProcessPoolExecutor, Iterator[dict[str, Staged]]]  # forked workers, and their answers as they come
+
+
+@dataclass(frozen=True)
+class Busy:
+    """What `Cache.precomputing` has workers computing (their keys), and whether a core is left beside them."""
+
+    keys: frozenset[str]
+    spare: bool
 
 
 class Memo:
@@ -164,27 +177,48 @@ class Cache:
         tree = history.worktree
         return tree.folder_ids(folders, kept=self.folders) if tree else {}
 
-    def precompute(self, phases: list[tuple[str | None, Made[object]]]) -> None:
+    @contextmanager
+    def precomputing(self, phases: list[tuple[str | None, Made[object]]]) -> Iterator[Busy]:
         """Compute the phases (key, how) the cache lacks in forked worker processes, one per core, each into
-        the cache, so that `phase` reads them from there: phases are independent, and a cold build spends
-        most of its time in them. Only where the cache has a folder, and not beside other threads (a fork
-        copies only this one, and not the locks the others may hold)."""
+        the cache, while the body runs; `phase` then reads them from there. Phases are independent: a cold
+        build spends most of its time in them, and one new result's phase is computed beside the pages that
+        read no results (this process then imports the numerical libraries that ranking needs only for a
+        phase whose results may be sealed: it has no key, and is computed here each time). Only where the
+        cache has a folder and there is a second core, and not beside other threads (a fork copies only this
+        one, and not the locks the others may hold)."""
         staged = self.stage.is_dir() and bool(self.staged)  # else every phase's files are to be written again
         pending = [(key, make) for key, make in phases if key and not (staged and self.phases.holds(key))]
-        workers = min(len(pending), os.cpu_count() or 1)
-        if workers < 2 or self.phases.folder is None or threading.active_count() > 1:
+        cores = os.cpu_count() or 1
+        started = self._started(pending, cores) if pending and cores > 1 and self.phases.folder else None
+        if started is None:
+            yield Busy(frozenset(), spare=True)
             return
+        pool, done = started
         global _forked
-        _forked = (self, pending)
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                     initializer=_one_thread) as pool:
-                for staged_now in pool.map(_precompute_one, range(len(pending))):
-                    self.staged.update(staged_now)
+            yield Busy(frozenset(key for key, _ in pending), spare=len(pending) < cores)
+            for staged_now in done:
+                self.staged.update(staged_now)
         except BrokenProcessPool:  # a worker died (out of memory, say): `phase` computes what it left
             pass
         finally:
+            pool.shutdown(cancel_futures=True)  # after the body failed: what no worker has taken yet is dropped
             _forked = None
+
+    def _started(self, pending: list[Pending], cores: int) -> Workers | None:
+        """Workers forked for `pending`, and their answers as they come; None where this process runs other
+        threads or cannot start workers (no semaphores, say): `phase` then computes each here."""
+        global _forked
+        if threading.active_count() > 1:
+            return None
+        _forked = (self, pending)
+        try:
+            pool = ProcessPoolExecutor(min(len(pending), cores), mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_one_thread)
+            return pool, pool.map(_precompute_one, range(len(pending)))  # forks the workers, with `_forked` set
+        except OSError:
+            _forked = None
+            return None
 
     def prune(self) -> None:
         """Drop the memos' entries this run did not use."""
@@ -228,12 +262,15 @@ class Cache:
         return [Path(path) for path in sorted(keep)]  # sorted as text: sorting 17,000 Paths costs 0.3 s
 
 
-_forked: tuple[Cache, list[Pending]] | None = None  # what `precompute`'s workers inherit
+_forked: tuple[Cache, list[Pending]] | None = None  # what `precomputing`'s workers inherit
 
 
 def _one_thread() -> None:
     """A worker's numerical libraries use one thread: one worker per core already uses every core, and
-    OpenBLAS' threads, left to spin beside the other workers, took a fifth of the cold build's time."""
+    OpenBLAS' threads, left to spin beside the other workers, took a fifth of the cold build's time. Those
+    loaded already are limited now; those a worker loads later (the parent need not have imported them)
+    read the variables when they load."""
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
     threadpool_limits(1)
 
 

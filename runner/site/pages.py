@@ -36,7 +36,6 @@ from runner.ranking.leaderboard import (
     leaderboard,
     phase_leaderboard,
 )
-from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 from runner.ranking.tables import fields, fmt, records, to_csv
 from runner.site import catalog, feeds, templating
 from runner.site.build import NAV_FILE
@@ -220,21 +219,28 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
         _site_pages(store.base, wanted)
         keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now, ids=ids)
-        caches.precompute([(keys[e.challenge.slug, p.slug], partial(_phase_files_of, run, store, e.challenge, p))
-                           for e in entries for p in e.phases])
+        site_url = catalog.site_url(store.root)
+        phases = [(e.challenge, p, keys[e.challenge.slug, p.slug]) for e in entries for p in e.phases]
+        made: dict[tuple[str, str], tuple[list[str], list[feeds.Entry]]] = {}
+        # The phases the cache lacks are computed by workers meanwhile (`precomputing`): here, what reads no
+        # phase's results, the phases kept, and those computed each time where the workers left a core.
+        with caches.precomputing([(key, partial(_phase_files_of, run, store, c, p)) for c, p, key in phases]) as busy:
+            for entry in entries:
+                _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
+                _phases_section(run, entry)
+                _data_section(run, entry)
+            catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
+            made |= {(c.slug, p.slug): _phase(run, store, c, p, key) for c, p, key in phases
+                     if key not in busy.keys and (key is not None or busy.spare)}
+        for c, p, key in phases:
+            left_out, found = made.get((c.slug, p.slug)) or _phase(run, store, c, p, key)
+            run.left_out.extend(left_out)
+            news.setdefault(c.slug, []).extend(found)
         for entry in entries:
-            _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
-            _phases_section(run, entry)
-            _data_section(run, entry)
-            for phase in entry.phases:
-                news.setdefault(entry.challenge.slug, []).extend(
-                    _phase(run, store, entry.challenge, phase, keys[entry.challenge.slug, phase.slug]))
             for spec in entry.challenge.combined_leaderboards:
                 _combined_page(run, store, entry.challenge, spec)
         for line in run.left_out:
             log(line)
-        site_url = catalog.site_url(store.root)
-        catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
         feeds.write(wanted, store=store, entries=entries, news=news, now=now, site_url=site_url, memo=caches.memo.get,
                     added=caches.added)
         _reference(wanted, caches.memo)
@@ -265,12 +271,11 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
     run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
 
 
-def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase, key: str | None) -> list[feeds.Entry]:
-    """A phase's files and its feed entries, from the cache where none of their inputs changed (`key`,
-    from `cache.phase_keys`): a new result costs its own phase, not every phase's results again."""
-    left_out, news = run.cache.phase(key, partial(_phase_files_of, run, store, challenge, phase), run.wanted)
-    run.left_out.extend(left_out)
-    return news
+def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase,
+           key: str | None) -> tuple[list[str], list[feeds.Entry]]:
+    """A phase's files, with what it left out and its feed entries, from the cache where none of their inputs
+    changed (`key`, from `cache.phase_keys`): a new result costs its own phase, not every phase's results again."""
+    return run.cache.phase(key, partial(_phase_files_of, run, store, challenge, phase), run.wanted)
 
 
 def _phase_files_of(run: _Run, store: Store, challenge: Challenge,
@@ -409,6 +414,9 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
 
 def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Result]) -> bytes | None:
     """ranking_uncertainty as JSON, bootstrapped again only when the per-case values change."""
+    # Here: it imports numpy and pandas, which a build whose phases are computed elsewhere (`precomputing`) never needs.
+    from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
+
     found = case_values(phase, board, results, teams=UNCERTAINTY_TEAMS)
     if found is None:
         return None

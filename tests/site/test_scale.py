@@ -7,13 +7,16 @@ from __future__ import annotations
 import gzip
 import html
 import json
+import os
 import subprocess
+import sys
 from collections import Counter
 
 import pytest
 import yaml
 
 from runner.evaluation.examples import prepare_workspace
+from runner.site import cache as cache_module
 from runner.site import datafiles, pages
 from runner.site.build import SiteConfig, build_site
 from runner.site.cache import Cache
@@ -126,6 +129,56 @@ def test_a_new_result_regenerates_its_phase(scored):
     kept = generate(scored, cache=cache)
     assert kept == generate(scored)  # as generated without any cache
     assert b"carol" in kept[f"{CHALLENGE}/leaderboard/{PHASE}.md"]
+
+
+# A build in a new process (no other thread, so it may fork), saying which phases it computed itself: those
+# with a key (True) or without one (False: results that may be sealed are computed every time).
+COMPUTED_HERE = """
+import os, sys
+from pathlib import Path
+from runner.site import pages
+from runner.site.build import SiteConfig
+from runner.site.cache import Cache
+from runner.tree.store import Store
+repo = Path(sys.argv[1])
+config = SiteConfig.read(repo)
+phase, here, computed = Cache.phase, os.getpid(), set()
+def counted(self, key, make, wanted):
+    def made():
+        if os.getpid() == here:
+            computed.add(key is not None)
+        return make()
+    return phase(self, key, made, wanted)
+Cache.phase = counted
+pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=repo / "build" / "page-cache")
+print(sorted(computed))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a phase is computed beside the rest only with a second core")
+def test_a_new_results_phase_is_computed_by_a_worker_beside_the_other_pages(scored):
+    generate(scored, cache=scored / "build" / "page-cache")
+    add_result(scored, "carol", "v1", 0.9, cases=[0.9, 0.8, 1.0])
+    commit(scored, "2026-03-02T10:00:00Z")
+    run = subprocess.run([sys.executable, "-c", COMPUTED_HERE, str(scored)], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.strip() == "[False]"  # the new result's phase was computed by a forked worker
+    stage = SiteConfig.read(scored).stage
+    kept = {str(p.relative_to(stage)): p.read_bytes() for p in stage.rglob("*") if p.is_file()}
+    assert kept == generate(scored)  # as generated without any cache
+    assert b"carol" in kept[f"{CHALLENGE}/leaderboard/{PHASE}.md"]
+
+
+def test_a_host_that_cannot_start_workers_computes_the_phases_itself(scored, monkeypatch):
+    def no_semaphores(*args, **kwargs):
+        raise OSError(38, "Function not implemented")  # as multiprocessing says where /dev/shm is missing
+    monkeypatch.setattr(cache_module, "ProcessPoolExecutor", no_semaphores)
+    cache = scored / "build" / "page-cache"
+    generate(scored, cache=cache)
+    add_result(scored, "carol", "v1", 0.9, cases=[0.9, 0.8, 1.0])
+    commit(scored, "2026-03-02T10:00:00Z")
+    kept = generate(scored, cache=cache)
+    assert kept == generate(scored) and b"carol" in kept[f"{CHALLENGE}/leaderboard/{PHASE}.md"]
 
 
 def test_an_unchanged_phase_restores_staged_files_changed_behind_its_back(scored):
