@@ -152,9 +152,9 @@ def _rank_metrics(rows: list[Row], phase: Phase) -> list[Row]:
 def _metrics_frame(rows: list[Row]) -> pd.DataFrame:
     """flare_rank's long format: one row per result (its index), metric (its index) and case, for
     every case any result has; a value a result lacks is NaN, which ranks last."""
-    cases = list(dict.fromkeys(case for r in rows for metric in r.metric_values for case, _ in metric))
     import pandas as pd  # here: a phase ranked by its results' scores needs none
 
+    cases = list(dict.fromkeys(case for r in rows for metric in r.metric_values for case, _ in metric))
     records = []
     for i, row in enumerate(rows):
         for j, pairs in enumerate(row.metric_values):

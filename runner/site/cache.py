@@ -71,6 +71,11 @@ class Busy:
     keys: frozenset[str]
     spare: bool
 
+    def here(self, key: str | None) -> bool:
+        """Whether the body computes or reads the phase of `key` now: one no worker computes, and, for one
+        without a key (computed every time), only where a core is left, so no more processes run than cores."""
+        return key not in self.keys and (key is not None or self.spare)
+
 
 class Memo:
     """Outputs that depend only on their inputs (a dated snapshot, a bootstrap), kept between runs

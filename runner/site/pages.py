@@ -230,8 +230,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
                 _phases_section(run, entry)
                 _data_section(run, entry)
             catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
-            made |= {(c.slug, p.slug): _phase(run, store, c, p, key) for c, p, key in phases
-                     if key not in busy.keys and (key is not None or busy.spare)}
+            made |= {(c.slug, p.slug): _phase(run, store, c, p, key) for c, p, key in phases if busy.here(key)}
         for c, p, key in phases:
             left_out, found = made.get((c.slug, p.slug)) or _phase(run, store, c, p, key)
             run.left_out.extend(left_out)
