@@ -43,6 +43,7 @@ import pickle
 import shutil
 import sys
 import sysconfig
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -62,6 +63,7 @@ from mkdocs.utils.templates import TemplateContext
 
 from runner.codekey import code_key
 from runner.site.build import generated_settings
+from runner.tree.worktree import RACY_NS
 
 SEARCH = "material.plugins.search"  # the one plugin known: Material's search, whose index entries are kept
 PLUGIN = "runner/incremental"
@@ -70,6 +72,7 @@ WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", "search/search_index.jso
 # MkDocs' notices about `--dirty` builds, which leave stale files and a wrong navigation: not this build.
 DIRTY_NOTICES = ("A 'dirty' build is being performed", "The directory contains stale files")
 INCLUDED: Callable[[InclusionLevel], bool] = InclusionLevel.is_included  # as `mkdocs build` (not serve) has it
+Stamp = tuple[int, int, int, int]  # a file's size, modification and change times (ns) and inode
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Converted:
     """A page's Markdown as converted, and what the conversion depended on besides its source."""
 
     content: str
+    digest: str  # of `content`, hashed once when converted: every build hashes each page's rendering inputs
     toc: Any
     title: str | None  # the title the page gave itself (None where the navigation names it)
     anchors: set[str] | None
@@ -93,6 +97,8 @@ class Cache:
     rendered: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     # src_uri -> hash of its rendering's inputs, and the search index entries the search plugin made of it
     indexed: dict[str, tuple[str, list[Any]]] = field(default_factory=dict)
+    # src_uri -> the source file's stamp (`_stamp`) when read, the hash of its Markdown, and its meta
+    read: dict[str, tuple[Stamp, str, dict[str, Any]]] = field(default_factory=dict)
 
 
 class PageFile(File):
@@ -187,12 +193,12 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> None:
         """Read every page's source; those whose conversion's inputs are unchanged get it back from the cache."""
         self.nav = nav
+        sourced = bool(config.plugins.events["page_read_source"])  # a plugin gives pages' sources: read them all
         for file in self.files.documentation_pages(inclusion=INCLUDED):
             page = file.page or Page(None, file, config)  # as `build` makes pages left out of the navigation
             if page.title is not None:  # before the source is read: a title from the navigation
                 self.named.add(file.src_uri)
-            page.read_source(config)
-            markdown = hashlib.sha256((page.markdown or "").encode()).hexdigest()
+            markdown = self.read(page, config, sourced=sourced)
             source = _hash((markdown, page.meta, file.src_uri in self.named, page.is_homepage))
             self.sources[file.src_uri] = source
             kept = self.old.converted.get(file.src_uri)
@@ -202,6 +208,25 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
                 self.new.converted[file.src_uri] = kept
             else:
                 self.modified.add(file.src_uri)
+
+    def read(self, page: Page, config: MkDocsConfig, *, sourced: bool) -> str:
+        """The hash of the page's Markdown, its meta set on the page. A source file whose stamp is as when it
+        was last read is not read again (most of the pages, most of the time: reading and parsing 1,500 pages'
+        meta was a fifth of MkDocs' time for one new result), and its Markdown is left unread: MkDocs reads it
+        again to convert the page, and the theme's templates never show it. A stamp is kept only once its
+        times have settled (`RACY_NS`: a change within the file system's tick would keep them)."""
+        uri, path = page.file.src_uri, page.file.abs_src_path
+        stamp = None if sourced or path is None else _stamp(path)
+        known = self.old.read.get(uri)
+        if stamp is not None and known is not None and known[0] == stamp:
+            page.meta = known[2]
+            self.new.read[uri] = known
+            return known[1]
+        page.read_source(config)
+        markdown = hashlib.sha256((page.markdown or "").encode()).hexdigest()
+        if stamp is not None and max(stamp[1], stamp[2]) < time.time_ns() - RACY_NS:
+            self.new.read[uri] = (stamp, markdown, dict(page.meta))
+        return markdown
 
     def restore(self, page: Page, done: Converted) -> None:
         """What converting the page would give, as MkDocs' `Page.render` leaves it."""
@@ -222,8 +247,9 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         links = page.links_to_anchors
         uri = page.file.src_uri
         self.new.converted[uri] = (self.sources[uri], Converted(
-            html, page.toc, None if uri in self.named else page.title, page.present_anchor_ids,
-            None if links is None else {f.src_uri: dict(a) for f, a in links.items()}, lookups))
+            html, hashlib.sha256(html.encode()).hexdigest(), page.toc, None if uri in self.named else page.title,
+            page.present_anchor_ids, None if links is None else {f.src_uri: dict(a) for f, a in links.items()},
+            lookups))
 
     @event_priority(-100)
     def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: Files) -> None:
@@ -234,7 +260,7 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         self.modified = set()
         for page in pages:
             uri = page.file.src_uri
-            self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page)
+            self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page, self.new.converted[uri][1].digest)
             indexed = self.old.indexed.get(uri)
             if (self.old.rendered.get(uri) != (inputs, *_written(page.file.abs_dest_path))
                     or indexed is None or indexed[0] != inputs):
@@ -394,6 +420,15 @@ def _hash(value: object) -> str:
     return hashlib.sha256(repr(value).encode()).hexdigest()
 
 
+def _stamp(path: str) -> Stamp | None:
+    """What changes whenever a file is written or replaced; None where it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
+
+
 def _written(path: str | None) -> tuple[int, int]:
     try:
         info = os.stat(path or "")
@@ -402,9 +437,9 @@ def _written(path: str | None) -> tuple[int, int]:
     return info.st_size, info.st_mtime_ns
 
 
-def _page_hash(site: str, navigation: str, page: Page) -> str:
-    """What a page's output depends on: the site, the navigation, and the page's own converted content."""
-    content = hashlib.sha256((page.content or "").encode()).hexdigest()  # hashed, not written out by repr
+def _page_hash(site: str, navigation: str, page: Page, content: str) -> str:
+    """What a page's output depends on: the site, the navigation, and the page's own converted content
+    (`content`: its hash, `Converted.digest`)."""
     return _hash((site, navigation, page.file.src_uri, page.url, page.title, page.meta, content,
                   [(str(item), item.url) for item in page.toc]))
 

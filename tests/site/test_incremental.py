@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 import pytest
 
 from runner.site import pages
-from runner.site.build import SiteConfig, build_site, builder_config, generated_settings, site_builder
+from runner.site.build import GENERATED_CONFIG, SiteConfig, build_site, builder_config, generated_settings, site_builder
 from runner.site.incremental import posix_key
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, add_result
@@ -22,10 +22,15 @@ def build_twice(repo: Path, clean: Path) -> Path:
     """The site built incrementally into build/site, and by a clean `mkdocs build` into `clean`."""
     config = SiteConfig.read(repo)
     pages.generate(Store(repo), config.stage, config.templates, config.assets, cache=repo / "build" / "page-cache")
-    site = build_site(config)
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", builder_config(config).name,
-                    "-d", str(clean)], cwd=repo, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    site = build_site(config)  # it writes the configuration that the clean build reads too
+    clean_build(repo, clean)
     return site
+
+
+def clean_build(repo: Path, clean: Path) -> None:
+    """A clean `mkdocs build` of the staged pages into `clean`."""
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--clean", "--quiet", "-f", GENERATED_CONFIG,
+                    "-d", str(clean)], cwd=repo, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
 
 
 def differences(one: Path, other: Path) -> list[str]:
@@ -149,3 +154,36 @@ def test_a_builder_told_to_build_still_warns_of_the_configuration(repo):
                            str(repo / "build" / "cache"), "--when-told"], input="build\n", cwd=repo,
                           capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert told.returncode == 0 and "Unrecognised configuration name: bogus_option" in told.stderr
+
+
+def test_a_page_read_once_is_read_again_only_once_its_file_changed(repo, tmp_path, monkeypatch):
+    from mkdocs.structure.pages import Page
+
+    from runner.site import incremental
+
+    add_result(repo, "alice", "v1", 0.8)
+    faq = repo / "challenges" / CHALLENGE / "faq.md"
+    faq.write_text("# FAQ\n\nAsk on the forum.\n")
+    site = build_twice(repo, tmp_path / "first")
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(incremental, "RACY_NS", 0)  # every time settled: the pages were written a moment ago
+    read: list[str] = []
+    real = Page.read_source
+    monkeypatch.setattr(Page, "read_source", lambda page, config: (read.append(page.file.src_uri), real(page, config)))
+    cache = str(site.with_name(f".{site.name}-mkdocs-cache"))
+    for _ in range(2):  # the site's hash counts the modules loaded: this process' own, then a build's too
+        assert incremental.main(["mkdocs.generated.yml", cache]) == 0
+    staged = SiteConfig.read(repo).stage / CHALLENGE / "faq.md"
+    assert f"{CHALLENGE}/faq.md" in read
+    read.clear()
+    assert incremental.main(["mkdocs.generated.yml", cache]) == 0
+    assert read == []  # nothing changed: no page read
+
+    before = staged.stat()
+    staged.write_text("# FAQ\n\nAsk at the forum.\n")  # the same size, and the same modification time
+    os.utime(staged, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert incremental.main(["mkdocs.generated.yml", cache]) == 0
+    assert read == [f"{CHALLENGE}/faq.md", f"{CHALLENGE}/faq.md"]  # its stamp's change time: read, then converted
+    assert "Ask at the forum" in (site / CHALLENGE / "faq" / "index.html").read_text()
+    clean_build(repo, tmp_path / "clean")
+    assert differences(site, tmp_path / "clean") == []
