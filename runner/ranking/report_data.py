@@ -128,7 +128,7 @@ def analyse_phase(board: Leaderboard, results: Sequence[Result], *, samples: int
     (`phase_leaderboard`: exclusions applied); the seeded bootstrap makes the same results give the same report."""
     phase = board.phase
     found = case_values(phase, board, list(results))
-    cases = None if found is None else analyse_cases(*found, samples=samples, seed=seed)
+    cases = None if found is None else analyse_cases(found.frame(), found.spec, samples=samples, seed=seed)
     return PhaseAnalysis(phase, board, participation(board, results), cases,
                          "" if cases else why_no_case_values(phase))
 

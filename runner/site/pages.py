@@ -413,16 +413,15 @@ def _snapshots(run: _Run, phase: Phase, folder: Path, current: list[Result], exc
 
 def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Result]) -> bytes | None:
     """ranking_uncertainty as JSON, bootstrapped again only when the per-case values change."""
-    # Here: it imports numpy and pandas, which a build whose phases are computed elsewhere (`precomputing`) never needs.
+    # Here, not at the top: a build whose phases are all computed elsewhere (`precomputing`) never needs it.
     from runner.ranking.phase_uncertainty import bootstrap_summary, case_values
 
     found = case_values(phase, board, results, teams=UNCERTAINTY_TEAMS)
     if found is None:
         return None
-    frame, spec = found
     ranked = len({row.participant for row in board.rows if row.rank is not None})
-    return run.cache.memo.get(f"bootstrap {phase!r} {spec!r} {ranked}\n{frame.to_csv(index=False)}",
-                              lambda: json_bytes({**bootstrap_summary(phase, frame, spec), "teams_ranked": ranked}))
+    return run.cache.memo.get(f"bootstrap {ranked} {found.key()}",
+                              lambda: json_bytes({**bootstrap_summary(phase, found), "teams_ranked": ranked}))
 
 
 def _reference(wanted: dict[Path, bytes], memo: Memo) -> None:

@@ -233,13 +233,16 @@ def test_uncertainty_reads_the_phases_per_case_values_or_the_convention(repo):
     conventional = replace(named, score_case_jsonpath=None)  # aggregates.dice.mean: case.*.dice
     unresolved = replace(conventional, score=replace(named.score, path="aggregates.dice.min"))
     for phase in (named, conventional):
-        frame, spec = case_values(phase, leaderboard(phase, results), results)
+        found = case_values(phase, leaderboard(phase, results), results)
+        assert found is not None
+        frame, spec = found.frame(), found.spec
         assert sorted(frame["algorithm"].unique()) == ["alice", "bob"] and len(frame) == 6
+        assert set(frame["task"]) == {PHASE} and list(frame.columns) == ["algorithm", "case", "value", "task"]
         assert (spec.method, spec.aggregate, spec.smaller_better) == ("aggregate-then-rank", "mean", False)
     assert case_values(unresolved, leaderboard(unresolved, results), results) is None
     per_case = replace(named, scoring_method_choice="rank-then-aggregate")
-    _, spec = case_values(per_case, leaderboard(per_case, results), results)
-    assert spec.method == "rank-then-aggregate"  # the bootstrap ranks as the leaderboard does
+    found = case_values(per_case, leaderboard(per_case, results), results)
+    assert found is not None and found.spec.method == "rank-then-aggregate"  # ranked as the leaderboard ranks
 
 
 def test_combined_leaderboard_page_and_command(scored_repo, capsys):

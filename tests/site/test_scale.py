@@ -264,3 +264,20 @@ def test_unchanged_feeds_come_from_the_cache(scored, monkeypatch):
     first = generate(scored, cache=cache)
     monkeypatch.setattr(pages.feeds, "atom", lambda *a, **k: pytest.fail("an unchanged feed was written again"))
     assert generate(scored, cache=cache) == first
+
+
+@pytest.mark.example_alone  # its phases rank by one score: ranking them needs no numerical library
+def test_a_phase_whose_bootstrap_is_kept_imports_no_numerical_library(repo):
+    for participant, dice in (("alice", 0.7), ("bob", 0.8)):
+        add_result(repo, participant, "v1", dice, cases=[dice, dice - 0.1, dice + 0.1])
+    cache = repo / "build" / "page-cache"
+    assert "uncertainty.json" in str(generate(repo, cache=cache))  # bootstrapped, into the memo
+    # A new staging folder: every phase is computed again, here (one core), its bootstrap read from the memo.
+    script = ("import os, sys; from pathlib import Path; from runner.site import pages\n"
+              "from runner.tree.store import Store\n"
+              "os.cpu_count = lambda: 1\n"
+              f"root = Path({str(repo)!r}); pages.generate(Store(root), root / 'again', root / 'site' / 'templates', "
+              f"root / 'site' / 'assets', cache=Path({str(cache)!r}))\n"
+              "print(sorted(m for m in ('numpy', 'pandas', 'scipy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
+    assert done.stdout.split("\n")[-2] == "[]" and (repo / "again" / CHALLENGE / "leaderboard" / PHASE).is_dir()
