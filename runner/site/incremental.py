@@ -219,7 +219,7 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         stamp = None if sourced or path is None else _stamp(path)
         known = self.old.read.get(uri)
         if stamp is not None and known is not None and known[0] == stamp:
-            page.meta = known[2]
+            page.meta = dict(known[2])  # the page's own: what a plugin does to it stays out of the cache
             self.new.read[uri] = known
             return known[1]
         page.read_source(config)
@@ -260,7 +260,9 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         self.modified = set()
         for page in pages:
             uri = page.file.src_uri
-            self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page, self.new.converted[uri][1].digest)
+            done = self.new.converted.get(uri)  # every page this plugin converts or restores
+            content = done[1].digest if done else hashlib.sha256((page.content or "").encode()).hexdigest()
+            self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page, content)
             indexed = self.old.indexed.get(uri)
             if (self.old.rendered.get(uri) != (inputs, *_written(page.file.abs_dest_path))
                     or indexed is None or indexed[0] != inputs):
