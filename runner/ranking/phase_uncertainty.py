@@ -86,10 +86,10 @@ def ranking_uncertainty(phase: Phase, board: Leaderboard, results: list[Result])
     map: teams by median rank, how often each got each rank, and which beats which; None where
     `case_values` finds too little."""
     found = case_values(phase, board, results)
-    return None if found is None else bootstrap_summary(phase, found)
+    return None if found is None else bootstrap_summary(found)
 
 
-def bootstrap_summary(phase: Phase, values: CaseValues) -> dict[str, Any]:
+def bootstrap_summary(values: CaseValues) -> dict[str, Any]:
     """The bootstrap of `values`' ranking, as the leaderboard page's plots read it."""
     import numpy as np
 
@@ -101,6 +101,6 @@ def bootstrap_summary(phase: Phase, values: CaseValues) -> dict[str, Any]:
     for team, ranks in zip(summary.algorithms, summary.ranks.T):
         found, counts = np.unique(ranks, return_counts=True)  # as Python numbers: rounding numpy's is 10x slower
         frequencies[team] = {f"{v:g}": round(c / len(ranks), 4) for v, c in zip(found.tolist(), counts.tolist())}
-    return {**summary.to_dict(), "algorithms": teams, "score": phase.score.title,
+    return {**summary.to_dict(), "algorithms": teams, "score": values.phase.score.title,
             "cases": len({case for _, case, _ in values.rows}),
             "rank_frequencies": frequencies, "significance": summary.significance.loc[teams, teams].to_numpy().tolist()}

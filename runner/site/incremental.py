@@ -63,7 +63,7 @@ from mkdocs.utils.templates import TemplateContext
 
 from runner.codekey import code_key
 from runner.site.build import generated_settings
-from runner.tree.worktree import RACY_NS
+from runner.tree.worktree import settled
 
 SEARCH = "material.plugins.search"  # the one plugin known: Material's search, whose index entries are kept
 PLUGIN = "runner/incremental"
@@ -193,12 +193,11 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> None:
         """Read every page's source; those whose conversion's inputs are unchanged get it back from the cache."""
         self.nav = nav
-        sourced = bool(config.plugins.events["page_read_source"])  # a plugin gives pages' sources: read them all
         for file in self.files.documentation_pages(inclusion=INCLUDED):
             page = file.page or Page(None, file, config)  # as `build` makes pages left out of the navigation
             if page.title is not None:  # before the source is read: a title from the navigation
                 self.named.add(file.src_uri)
-            markdown = self.read(page, config, sourced=sourced)
+            markdown = self.read(page, config)
             source = _hash((markdown, page.meta, file.src_uri in self.named, page.is_homepage))
             self.sources[file.src_uri] = source
             kept = self.old.converted.get(file.src_uri)
@@ -209,22 +208,23 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
             else:
                 self.modified.add(file.src_uri)
 
-    def read(self, page: Page, config: MkDocsConfig, *, sourced: bool) -> str:
+    def read(self, page: Page, config: MkDocsConfig) -> str:
         """The hash of the page's Markdown, its meta set on the page. A source file whose stamp is as when it
         was last read is not read again (most of the pages, most of the time: reading and parsing 1,500 pages'
         meta was a fifth of MkDocs' time for one new result), and its Markdown is left unread: MkDocs reads it
-        again to convert the page, and the theme's templates never show it. A stamp is kept only once its
-        times have settled (`RACY_NS`: a change within the file system's tick would keep them)."""
+        again to convert the page, and the theme's templates never show it. The source is the file's: this
+        build runs beside Material's search alone (`main`), which gives no page a source of its own. A stamp
+        is kept only once its times have `settled`."""
         uri, path = page.file.src_uri, page.file.abs_src_path
-        stamp = None if sourced or path is None else _stamp(path)
+        stamp = None if path is None else _stamp(path)
         known = self.old.read.get(uri)
         if stamp is not None and known is not None and known[0] == stamp:
             page.meta = dict(known[2])  # the page's own: what a plugin does to it stays out of the cache
             self.new.read[uri] = known
             return known[1]
         page.read_source(config)
-        markdown = hashlib.sha256((page.markdown or "").encode()).hexdigest()
-        if stamp is not None and max(stamp[1], stamp[2]) < time.time_ns() - RACY_NS:
+        markdown = _digest(page.markdown or "")
+        if stamp is not None and settled(stamp[1:3], now=time.time_ns()):
             self.new.read[uri] = (stamp, markdown, dict(page.meta))
         return markdown
 
@@ -247,7 +247,7 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         links = page.links_to_anchors
         uri = page.file.src_uri
         self.new.converted[uri] = (self.sources[uri], Converted(
-            html, hashlib.sha256(html.encode()).hexdigest(), page.toc, None if uri in self.named else page.title,
+            html, _digest(html), page.toc, None if uri in self.named else page.title,
             page.present_anchor_ids, None if links is None else {f.src_uri: dict(a) for f, a in links.items()},
             lookups))
 
@@ -261,7 +261,7 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
         for page in pages:
             uri = page.file.src_uri
             done = self.new.converted.get(uri)  # every page this plugin converts or restores
-            content = done[1].digest if done else hashlib.sha256((page.content or "").encode()).hexdigest()
+            content = done[1].digest if done else _digest(page.content or "")
             self.inputs[uri] = inputs = _page_hash(self.new.site, navigation, page, content)
             indexed = self.old.indexed.get(uri)
             if (self.old.rendered.get(uri) != (inputs, *_written(page.file.abs_dest_path))
@@ -419,7 +419,11 @@ def _search_entries(config: MkDocsConfig) -> list[Any] | None:
 
 
 def _hash(value: object) -> str:
-    return hashlib.sha256(repr(value).encode()).hexdigest()
+    return _digest(repr(value))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _stamp(path: str) -> Stamp | None:

@@ -421,7 +421,7 @@ def _uncertainty(run: _Run, phase: Phase, board: Leaderboard, results: list[Resu
         return None
     ranked = len({row.participant for row in board.rows if row.rank is not None})
     return run.cache.memo.get(f"bootstrap {ranked} {found.key()}",
-                              lambda: json_bytes({**bootstrap_summary(phase, found), "teams_ranked": ranked}))
+                              lambda: json_bytes({**bootstrap_summary(found), "teams_ranked": ranked}))
 
 
 def _reference(wanted: dict[Path, bytes], memo: Memo) -> None:

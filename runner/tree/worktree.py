@@ -19,6 +19,7 @@ import pickle
 import re
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,7 @@ class WorkingTree:
             held = _holds(self.root, folder)
             if held is not None and folder in listed and held[0] == listed[folder]:
                 found[folder] = ids[folder]
-                if all(at < now - RACY_NS for at in held[1].values()):
+                if settled(held[1].values(), now=now):
                     times[folder] = (ids[folder], held[1])
         if self._moved():  # a commit landed meanwhile: what was compared is no longer what HEAD holds
             return {}
@@ -150,6 +151,12 @@ def _holds(root: Path, folder: str) -> tuple[set[str], Times] | None:
     except OSError:
         return None
     return found, times
+
+
+def settled(times: Iterable[int], *, now: int) -> bool:
+    """Whether file times (ns) read at `now` are old enough to key a cache: a change within the same tick of
+    the file system's clock (`RACY_NS`) would leave them as they are."""
+    return all(at < now - RACY_NS for at in times)
 
 
 def _unchanged(top: str, times: Times) -> bool:

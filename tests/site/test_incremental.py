@@ -160,13 +160,14 @@ def test_a_page_read_once_is_read_again_only_once_its_file_changed(repo, tmp_pat
     from mkdocs.structure.pages import Page
 
     from runner.site import incremental
+    from runner.tree import worktree
 
     add_result(repo, "alice", "v1", 0.8)
     faq = repo / "challenges" / CHALLENGE / "faq.md"
     faq.write_text("# FAQ\n\nAsk on the forum.\n")
     site = build_twice(repo, tmp_path / "first")
     monkeypatch.chdir(repo)
-    monkeypatch.setattr(incremental, "RACY_NS", 0)  # every time settled: the pages were written a moment ago
+    monkeypatch.setattr(worktree, "RACY_NS", 0)  # every time settled: the pages were written a moment ago
     read: list[str] = []
     real = Page.read_source
     monkeypatch.setattr(Page, "read_source", lambda page, config: (read.append(page.file.src_uri), real(page, config)))

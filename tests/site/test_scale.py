@@ -280,4 +280,4 @@ def test_a_phase_whose_bootstrap_is_kept_imports_no_numerical_library(repo):
               f"root / 'site' / 'assets', cache=Path({str(cache)!r}))\n"
               "print(sorted(m for m in ('numpy', 'pandas', 'scipy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
-    assert done.stdout.split("\n")[-2] == "[]" and (repo / "again" / CHALLENGE / "leaderboard" / PHASE).is_dir()
+    assert done.stdout.splitlines()[-1] == "[]" and (repo / "again" / CHALLENGE / "leaderboard" / PHASE).is_dir()
