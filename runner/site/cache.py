@@ -312,6 +312,7 @@ def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Pha
     None where results may be sealed: those depend on keys and copies outside the folder, so that phase
     is always computed."""
     keys: dict[tuple[str, str], str | None] = {(c.slug, p.slug): None for c, p in phases}
+    own: dict[str, list[str]] = {}  # each challenge's files but its results and submissions, read once for its phases
     for challenge, phase in phases:
         if withholds(phase):
             continue
@@ -319,11 +320,14 @@ def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Pha
             snapshots = history.snapshot_days(phase.challenge, phase.slug)
         except HistoryError:
             snapshots = []
+        if challenge.slug not in own:
+            _stat_files(store.base / challenge.slug, "", own.setdefault(challenge.slug, []),
+                        skip={"results": set(), "submissions": set()})
         files = [_folder_key(store, phase_folder(challenge.slug, kind, phase.slug), ids)
                  for kind in ("results", "submissions")]
-        _stat_files(store.base / challenge.slug, "", files, skip={"results": set(), "submissions": set()})
         keys[challenge.slug, phase.slug] = (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} "
-                                            f"{snapshots} {signers(store)}\n" + "\n".join(sorted(files)))
+                                            f"{snapshots} {signers(store)}\n"
+                                            + "\n".join(sorted([*files, *own[challenge.slug]])))
     return keys
 
 

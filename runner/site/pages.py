@@ -216,12 +216,12 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         ids = caches.tree_ids(run.history, phase_folders(store, slugs))
         counts = submission_counts(store, slugs, caches.memo, ids)
         entries = [catalog_entry(store, slug, today, submissions=counts[slug]) for slug in slugs]
-        news: dict[str, list[feeds.Entry]] = {}  # per challenge, its newest results for its feed
+        news: dict[str, list[feeds.News]] = {}  # per challenge, its newest results for its feed
         _site_pages(store.base, wanted)
         keys = phase_keys(run.history, store, [(e.challenge, p) for e in entries for p in e.phases], now=now, ids=ids)
         site_url = catalog.site_url(store.root)
         phases = [(e.challenge, p, keys[e.challenge.slug, p.slug]) for e in entries for p in e.phases]
-        made: dict[tuple[str, str], tuple[list[str], list[feeds.Entry]]] = {}
+        made: dict[tuple[str, str], tuple[list[str], feeds.News]] = {}
         # The phases the cache lacks are computed by workers meanwhile (`precomputing`): here, what reads no
         # phase's results, the phases kept, and those computed each time where the workers left a core.
         with caches.precomputing([(key, partial(_phase_files_of, run, store, c, p)) for c, p, key in phases]) as busy:
@@ -234,7 +234,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         for c, p, key in phases:
             left_out, found = made.get((c.slug, p.slug)) or _phase(run, store, c, p, key)
             run.left_out.extend(left_out)
-            news.setdefault(c.slug, []).extend(found)
+            news.setdefault(c.slug, []).append(found)
         for entry in entries:
             for spec in entry.challenge.combined_leaderboards:
                 _combined_page(run, store, entry.challenge, spec)
@@ -271,14 +271,14 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
 
 
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase,
-           key: str | None) -> tuple[list[str], list[feeds.Entry]]:
+           key: str | None) -> tuple[list[str], feeds.News]:
     """A phase's files, with what it left out and its feed entries, from the cache where none of their inputs
     changed (`key`, from `cache.phase_keys`): a new result costs its own phase, not every phase's results again."""
     return run.cache.phase(key, partial(_phase_files_of, run, store, challenge, phase), run.wanted)
 
 
 def _phase_files_of(run: _Run, store: Store, challenge: Challenge,
-                    phase: Phase) -> tuple[dict[Path, bytes], tuple[list[str], list[feeds.Entry]]]:
+                    phase: Phase) -> tuple[dict[Path, bytes], tuple[list[str], feeds.News]]:
     """A phase's files (`_phase_files`) of its results that verify, with what it left out and its feed entries."""
     sub = replace(run, wanted={}, left_out=[])
     checked = store.checked(phase.challenge, phase.slug)

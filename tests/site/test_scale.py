@@ -266,6 +266,19 @@ def test_unchanged_feeds_come_from_the_cache(scored, monkeypatch):
     assert generate(scored, cache=cache) == first
 
 
+def test_a_new_result_writes_its_challenges_feed_again_from_its_phases_news_alone(scored, monkeypatch):
+    cache = scored / "build" / "page-cache"
+    feed = f"feeds/results/{CHALLENGE}.xml"
+    assert b"carol" not in generate(scored, cache=cache)[feed]
+    # Nothing changed: the feeds are kept by their phases' digests, never unpickled.
+    monkeypatch.setattr(pages.feeds.News, "entries", lambda self: pytest.fail("an unchanged phase's news was read"))
+    generate(scored, cache=cache)
+    monkeypatch.undo()
+    add_result(scored, "carol", "v1", 0.9, cases=[0.9, 0.8, 1.0])
+    commit(scored, "2026-03-02T10:00:00Z")
+    assert b"carol / v1" in generate(scored, cache=cache)[feed]
+
+
 @pytest.mark.example_alone  # its phases rank by one score: ranking them needs no numerical library
 def test_a_phase_whose_bootstrap_is_kept_imports_no_numerical_library(repo):
     for participant, dice in (("alice", 0.7), ("bob", 0.8)):
