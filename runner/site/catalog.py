@@ -375,11 +375,20 @@ def _mkdocs_url(root: Path, *keys: str) -> str | None:
 
 
 def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, entries: list[CatalogEntry],
-          today: dt.date, site_url: str | None = None) -> None:
+          today: dt.date, site_url: str | None = None,
+          memo: Callable[[str, Callable[[], bytes]], bytes] = lambda _, make: make()) -> None:
     """The home page's catalog, the search words, the export, organization pages and JSON-LD.
-    Call it once the challenges' own pages are in `wanted`: the search reads them."""
+    Call it once the challenges' own pages are in `wanted`: the search reads them. `memo` keeps the
+    search words under a hash of those pages (cache.Memo): finding the words of 300 challenges' pages
+    was a twentieth of the page generation for one new result, which changes none of them."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
-    wanted[Path(SEARCH_FILE)] = json_bytes(search_words(entries, wanted))
+    texts = own_pages(entries, wanted)
+    digest = hashlib.sha256()
+    for slug, found in texts.items():
+        digest.update(json.dumps([slug, len(found), *map(len, found)]).encode())
+        digest.update(b"".join(found))
+    wanted[Path(SEARCH_FILE)] = memo(f"search words {MAX_PAGE_WORDS} {digest.hexdigest()}",
+                                     lambda: json_bytes(search_words(texts)))
     orgs = organizations(entries)
     cards = [card(e, has_page=e.challenge.slug in pages, today=today) for e in entries]
     cards.sort(key=lambda c: c.entry.challenge.name.casefold())
@@ -397,16 +406,22 @@ def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, e
             wanted[page] = wanted[page].rstrip() + b"\n\n" + json_ld_script(json_ld(entry, url=url)).encode()
 
 
-def search_words(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> dict[str, str]:
-    """Per challenge with pages, the words of its own Markdown pages (not its leaderboards or results)."""
-    texts: dict[str, list[str]] = {}
+def own_pages(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> dict[str, list[bytes]]:
+    """Per challenge with pages, its own Markdown pages (not its leaderboards or results), in order of path."""
+    texts: dict[str, list[bytes]] = {}
     slugs = {e.challenge.slug for e in entries}
     for path, data in sorted(wanted.items()):
         parts = path.parts
         if path.suffix == ".md" and len(parts) > 1 and parts[0] in slugs and parts[1] not in ("leaderboard",
                                                                                               "results"):
-            texts.setdefault(parts[0], []).append(MARKUP.sub(" ", data.decode("utf-8", "replace")))
-    return {slug: unique_words(found, MAX_PAGE_WORDS) for slug, found in texts.items()}
+            texts.setdefault(parts[0], []).append(data)
+    return texts
+
+
+def search_words(texts: dict[str, list[bytes]]) -> dict[str, str]:
+    """Per challenge, the words of its own pages (`own_pages`), markup and links left out."""
+    return {slug: unique_words((MARKUP.sub(" ", data.decode("utf-8", "replace")) for data in found), MAX_PAGE_WORDS)
+            for slug, found in texts.items()}
 
 
 def _home(store: Store, env: jinja2.Environment, cards: list[Card], facets: list[FacetView],

@@ -229,7 +229,8 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
                 _organizer_pages(store.base / entry.challenge.slug, wanted, Path(entry.challenge.slug))
                 _phases_section(run, entry)
                 _data_section(run, entry)
-            catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url)
+            catalog.write(wanted, store=store, env=run.env, entries=entries, today=today, site_url=site_url,
+                          memo=caches.memo.get)
             made |= {(c.slug, p.slug): _phase(run, store, c, p, key) for c, p, key in phases if busy.here(key)}
         for c, p, key in phases:
             left_out, found = made.get((c.slug, p.slug)) or _phase(run, store, c, p, key)

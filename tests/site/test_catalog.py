@@ -352,6 +352,20 @@ def test_search_words_come_from_the_challenges_own_pages(catalog_repo):
     assert "number" in found["challenge-000"].split() and "script" not in found["challenge-000"]  # no JSON-LD
 
 
+def test_search_words_are_kept_until_a_page_of_a_challenge_changes(catalog_repo, monkeypatch):
+    cache, faq = catalog_repo / "build" / "page-cache", catalog_repo / "challenges" / "challenge-005" / "faq.md"
+    faq.write_text("# FAQ\n\nQuokkalith.\n")
+    stage_of(catalog_repo, now=NOW, cache=cache)
+    kept = catalog.search_words
+    monkeypatch.setattr(catalog, "search_words", lambda texts: pytest.fail("unchanged pages' words found again"))
+    first = (stage_of(catalog_repo, now=NOW, cache=cache) / catalog.SEARCH_FILE).read_bytes()
+    monkeypatch.setattr(catalog, "search_words", kept)
+    faq.write_text("# FAQ\n\nWombatite.\n")
+    found = json.loads((stage_of(catalog_repo, now=NOW, cache=cache) / catalog.SEARCH_FILE).read_text())
+    assert "wombatite" in found["challenge-005"].split() and "quokkalith" not in found["challenge-005"]
+    assert b"quokkalith" in first
+
+
 def test_search_words_fold_accents_and_case_as_the_reader_query_is_folded():
     assert catalog.words("Café NAÏVE Straße Ǆemal THE_End") == ["cafe", "naive", "strasse", "dzemal", "the", "end"]
     assert catalog.words("Plain ASCII Text, 2026") == ["plain", "ascii", "text", "2026"]  # no decomposition needed
