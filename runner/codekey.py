@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.metadata
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -92,20 +93,34 @@ def _walk(roots: tuple[str, ...], package: Path) -> Walk:
 
 
 def _files(name: str, package: Path) -> list[Path]:
-    """The source of module `name`, and the __init__ of each package above it."""
+    """The source of module `name`, and the __init__ of each package above it. Paths are joined as text:
+    pathlib's joins and checks were half of a key's time, and a build asks for several keys."""
     parts = name.split(".")[1:]
     found = [package / "__init__.py"]
-    for depth in range(1, len(parts) + 1):
-        folder = package.joinpath(*parts[:depth])
-        if (folder / "__init__.py").is_file():
-            found.append(folder / "__init__.py")
-        elif depth == len(parts) and folder.with_suffix(".py").is_file():
-            found.append(folder.with_suffix(".py"))
+    folder = str(package)
+    for depth, part in enumerate(parts, 1):
+        folder = os.path.join(folder, part)
+        if os.path.isfile(init := os.path.join(folder, "__init__.py")):
+            found.append(Path(init))
+        elif depth == len(parts) and os.path.isfile(source := f"{folder}.py"):
+            found.append(Path(source))
     return found
 
 
+_parsed: dict[tuple[Path, str, int, int], set[str]] = {}  # (file, module, size, time) -> what it imports
+
+
 def _imports(path: Path, name: str) -> set[str]:
-    """Every module `path` (module `name`) imports; `from a import b` counts `a.b` too (b may be a module)."""
+    """Every module `path` (module `name`) imports; `from a import b` counts `a.b` too (b may be a module).
+    Kept per file while its size and time stay, so the keys of several modules share their parsing."""
+    info = path.stat()
+    kept = _parsed.get((path, name, info.st_size, info.st_mtime_ns))
+    if kept is None:
+        kept = _parsed[path, name, info.st_size, info.st_mtime_ns] = _read_imports(path, name)
+    return kept
+
+
+def _read_imports(path: Path, name: str) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in _statements(path.read_text(encoding="utf-8")):
@@ -121,6 +136,7 @@ def _imports(path: Path, name: str) -> set[str]:
     return {m for m in found if m and m != "__future__"}
 
 
+VERSION = re.compile(r"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
 IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*", re.MULTILINE)
 
 
@@ -149,7 +165,12 @@ def _version(module: str) -> str:
 
 @cache
 def _installed(distribution: str) -> str:
+    """The distribution's version, from its metadata's `Version:` header: `importlib.metadata.version` parses
+    all of the metadata as e-mail (a long description and all), a fifth of a key's time."""
     try:
-        return importlib.metadata.version(distribution)
+        found = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:  # a module named unlike its distribution (yaml: PyYAML)
         return "?"
+    headers = (found.read_text("METADATA") or found.read_text("PKG-INFO") or "").split("\n\n", 1)[0]
+    version = VERSION.search(headers)
+    return version.group(1) if version else found.version

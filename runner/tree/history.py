@@ -33,8 +33,14 @@ from runner.tree.store import Store
 from runner.tree.worktree import WorkingTree, working_tree
 
 MAX_SNAPSHOTS = 20
-# The code that reads the log and decides what a result's path is: a cache written by other code is read again.
-_CODE = code_key([__name__])  # what reads the log: a change to it reads the log again
+
+
+@functools.cache
+def _code() -> str:
+    """The code that reads the log and decides what a result's path is (`codekey`): a cache written by other
+    code is read again. Asked when the log is read or written, not at import: a command that reads no
+    history does not pay for it."""
+    return code_key([__name__])
 
 
 class HistoryError(ChallengeError):
@@ -221,9 +227,9 @@ class History:
             for stale in self.cache.glob("*.pickle"):
                 stale.unlink(missing_ok=True)  # another build may be writing it again
         for phase, log in logs.items():
-            write_atomic(self._log_file(phase), pickle.dumps((_CODE, phase, log), pickle.HIGHEST_PROTOCOL),
+            write_atomic(self._log_file(phase), pickle.dumps((_code(), phase, log), pickle.HIGHEST_PROTOCOL),
                          durable=False)
-        write_atomic(self.cache / "index.pickle", pickle.dumps((_CODE, self.limit, head, self._index),
+        write_atomic(self.cache / "index.pickle", pickle.dumps((_code(), self.limit, head, self._index),
                                                                pickle.HIGHEST_PROTOCOL), durable=False)
 
     def _log_file(self, phase: str) -> Path:
@@ -236,7 +242,7 @@ class History:
                 else ("", 0, "", {})
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
             return None
-        return (head, index) if (code, limit) == (_CODE, self.limit) else None
+        return (head, index) if (code, limit) == (_code(), self.limit) else None
 
     def _read_log(self, phase: str, newest: str) -> _Log | None:
         """A phase's log as the cache keeps it, or None where it lacks it or holds another (`newest`: its
@@ -247,7 +253,7 @@ class History:
             code, kept, log = pickle.loads(self._log_file(phase).read_bytes())
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
             return None
-        return log if (code, kept) == (_CODE, phase) and _newest(log) == newest else None
+        return log if (code, kept) == (_code(), phase) and _newest(log) == newest else None
 
     def _since(self, old: str, head: str) -> list[_Entry] | None:
         """The commits after `old` on HEAD's first-parent line, newest first; None where `old` is not on it
