@@ -37,6 +37,7 @@ CONFIG.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import pickle
@@ -62,7 +63,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils.templates import TemplateContext
 
 from runner.codekey import code_key
-from runner.site.build import generated_settings
+from runner.site.build import generated_settings, plain_settings
 from runner.tree.worktree import settled
 
 SEARCH = "material.plugins.search"  # the one plugin known: Material's search, whose index entries are kept
@@ -298,15 +299,18 @@ class Incremental(BasePlugin[Options]):  # type: ignore[no-untyped-call]  # mkdo
 def main(argv: list[str]) -> int:
     """CONFIG CACHE [--strict] [--when-told]; a failure is one line on stderr, as `mkdocs build` prints it.
     --when-told: get ready (imports, the theme, plugins and extensions loaded, the cache read), then build
-    once stdin says `build` (`build.StartedBuild`); leave without building if it closes first."""
+    once stdin says `build`, followed by CONFIG's settings as JSON where the caller just wrote them
+    (`build.StartedBuild`); leave without building if it closes first."""
     config_file, cache_file, options = Path(argv[0]), Path(argv[1]), argv[2:]
-    kept = None
+    kept, told = None, None
     if "--when-told" in options:
         kept = _ready(config_file, cache_file)
-        if sys.stdin.readline().strip() != "build":
+        word, _, given = sys.stdin.readline().strip().partition(" ")
+        if word != "build":
             return 0
+        told = _told(given)
     try:
-        config = _load_config(config_file, strict="--strict" in options)
+        config = _load_config(config_file, strict="--strict" in options, settings=told)
         config.plugins.on_startup(command="build", dirty=False)
         try:
             if config.strict or any(not type(p).__module__.startswith(SEARCH) for p in config.plugins.values()):
@@ -341,11 +345,20 @@ def _ready(config_file: Path, cache_file: Path) -> object:
     return _read(cache_file)
 
 
-def _load_config(config_file: Path, *, strict: bool) -> MkDocsConfig:
+def _told(given: str) -> dict[str, Any] | None:
+    """The settings that came with `build` (JSON), where they are what `build.builder_config` writes."""
+    try:
+        return plain_settings(json.loads(given)) if given else None
+    except ValueError:
+        return None
+
+
+def _load_config(config_file: Path, *, strict: bool, settings: dict[str, Any] | None = None) -> MkDocsConfig:
     """MkDocs' `load_config(CONFIG)`; for the configuration `build.builder_config` writes (INHERIT, nav),
-    its navigation read by libyaml and given as an option: MkDocs' own pure-Python loader took 0.3 s over
-    300 challenges' navigation. Any other configuration is loaded as MkDocs loads it."""
-    settings = generated_settings(config_file)
+    its navigation read by libyaml (or given: `settings`, as the caller wrote them) and given as an option:
+    MkDocs' own pure-Python loader took 0.3 s over 300 challenges' navigation. Any other configuration is
+    loaded as MkDocs loads it."""
+    settings = dict(settings) if settings is not None else generated_settings(config_file)
     if settings is None:
         return load_config(str(config_file), strict=strict)
     with open(config_file.parent / settings.pop("INHERIT"), "rb") as parent:  # absolute, as MkDocs makes a path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import pickle
 import subprocess
@@ -12,7 +13,15 @@ from pathlib import Path, PurePath
 import pytest
 
 from runner.site import pages
-from runner.site.build import GENERATED_CONFIG, SiteConfig, build_site, builder_config, generated_settings, site_builder
+from runner.site.build import (
+    GENERATED_CONFIG,
+    SiteConfig,
+    build_site,
+    builder_config,
+    builder_settings,
+    generated_settings,
+    site_builder,
+)
 from runner.site.incremental import posix_key
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, add_result
@@ -140,9 +149,13 @@ def test_the_generated_configuration_loads_as_mkdocs_loads_it(repo, monkeypatch)
     monkeypatch.chdir(repo)
     ours, theirs = incremental._load_config(Path(builder_config(config).name), strict=False), load_config(
         builder_config(config).name)
+    told = builder_settings(config)  # as `StartedBuild.build` tells them, in JSON, beside the word `build`
+    given = incremental._load_config(Path(GENERATED_CONFIG), strict=False,
+                                     settings=incremental._told(json.dumps(told)))
     for option in ("config_file_path", "nav", "docs_dir", "site_dir", "markdown_extensions", "mdx_configs"):
-        assert ours[option] == theirs[option], option
+        assert ours[option] == theirs[option] == given[option], option
     assert ours.theme.custom_dir == theirs.theme.custom_dir and ours.theme.dirs == theirs.theme.dirs
+    assert told["nav"] and incremental._told("{not json") is None and incremental._told('{"nav": []}') is None
 
 
 def test_a_builder_told_to_build_still_warns_of_the_configuration(repo):
