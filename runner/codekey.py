@@ -107,16 +107,19 @@ def _files(name: str, package: Path) -> list[Path]:
     return found
 
 
-_parsed: dict[tuple[Path, str, int, int], set[str]] = {}  # (file, module, size, time) -> what it imports
+# (file, module, its size, modification and change times and inode) -> what it imports
+_parsed: dict[tuple[Path, str, int, int, int, int], set[str]] = {}
 
 
 def _imports(path: Path, name: str) -> set[str]:
     """Every module `path` (module `name`) imports; `from a import b` counts `a.b` too (b may be a module).
-    Kept per file while its size and time stay, so the keys of several modules share their parsing."""
+    Kept per file while its stat stays (a rewrite changes its change time, even where it keeps size and
+    modification time), so the keys of several modules share their parsing."""
     info = path.stat()
-    kept = _parsed.get((path, name, info.st_size, info.st_mtime_ns))
+    stamp = (path, name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    kept = _parsed.get(stamp)
     if kept is None:
-        kept = _parsed[path, name, info.st_size, info.st_mtime_ns] = _read_imports(path, name)
+        kept = _parsed[stamp] = _read_imports(path, name)
     return kept
 
 

@@ -387,8 +387,9 @@ def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, e
     for slug, found in texts.items():
         digest.update(json.dumps([slug, len(found), *map(len, found)]).encode())
         digest.update(b"".join(found))
-    wanted[Path(SEARCH_FILE)] = memo(f"search words {MAX_PAGE_WORDS} {digest.hexdigest()}",
-                                     lambda: json_bytes(search_words(texts)))
+    # The words depend on the interpreter's Unicode tables (accents, case folding) too, which no code key holds.
+    key = f"search words {unicodedata.unidata_version} {MAX_PAGE_WORDS} {digest.hexdigest()}"
+    wanted[Path(SEARCH_FILE)] = memo(key, lambda: json_bytes(search_words(texts)))
     orgs = organizations(entries)
     cards = [card(e, has_page=e.challenge.slug in pages, today=today) for e in entries]
     cards.sort(key=lambda c: c.entry.challenge.name.casefold())
