@@ -21,8 +21,8 @@ Every key derives from `runner.codekey` (the code that turns the tree into pages
 `code`) and from the inputs read. Phases the cache lacks are computed in forked worker processes
 (`Cache.precomputing`). What to compute is handed in as functions.
 
-Knows: runner.codekey, runner.tree. Must not import: runner.site.pages nor any module that says what a
-page shows (catalog, feeds, facts, reference, report, templating), nor runner.ranking.
+Knows: runner.codekey, runner.tree, runner.site.folders. Must not import: runner.site.pages nor any module that
+says what a page shows (catalog, feeds, facts, reference, report, templating), nor runner.ranking.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import TypeVar, cast
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # it publishes no type information
 
 from runner.codekey import code_key, file_sha256
+from runner.site.folders import remove_unwanted
 from runner.tree.history import History, HistoryError
 from runner.tree.model import Challenge
 from runner.tree.parsed import ParsedFiles
@@ -238,7 +239,7 @@ class Cache:
             return False
         return self.staged.get(rel) == (info.st_size, info.st_mtime_ns, digest)
 
-    def sync(self, wanted: dict[Path, bytes]) -> list[Path]:
+    def sync(self, wanted: dict[Path, bytes]) -> None:
         """Write what changed and remove what is no longer wanted; unchanged files keep their times, so a
         builder copies only what changed. `manifest` records each phase file's size, time and digest as
         written: next time, a file found so (`holds`) is neither read nor compared."""
@@ -253,18 +254,10 @@ class Cache:
             staged = _put(stage, rel, data, digest or "")
             if digest is not None:
                 recorded[rel] = staged
-        keep = {os.path.join(stage, rel) for rel in [*map(str, wanted), *self.kept]}
-        for folder, dirs, names in os.walk(stage, topdown=False):
-            for name in names:
-                if os.path.join(folder, name) not in keep:
-                    os.unlink(os.path.join(folder, name))
-            for name in dirs:
-                if not os.listdir(os.path.join(folder, name)):
-                    os.rmdir(os.path.join(folder, name))
+        remove_unwanted(str(stage), {os.path.join(stage, rel) for rel in [*map(str, wanted), *self.kept]})
         if self.manifest:
             self.manifest.parent.mkdir(parents=True, exist_ok=True)
             self.manifest.write_bytes(pickle.dumps(recorded, pickle.HIGHEST_PROTOCOL))
-        return [Path(path) for path in sorted(keep)]  # sorted as text: sorting 17,000 Paths costs 0.3 s
 
 
 _forked: tuple[Cache, list[Pending]] | None = None  # what `precomputing`'s workers inherit

@@ -64,6 +64,7 @@ from mkdocs.utils.templates import TemplateContext
 
 from runner.codekey import code_key
 from runner.site.build import generated_settings, plain_settings
+from runner.site.folders import remove_unwanted
 from runner.tree.worktree import settled
 
 SEARCH = "material.plugins.search"  # the one plugin known: Material's search, whose index entries are kept
@@ -494,15 +495,7 @@ def _site_hash(config_file: Path, config: MkDocsConfig) -> str:
 
 def _remove_stale(site: Path, kept: set[str]) -> None:
     """Files of earlier builds that this one did not write: the site then equals a clean build."""
-    kept |= {str(site / name) for name in WRITTEN}
-    for folder, dirs, names in os.walk(site, topdown=False):
-        for name in names:
-            if os.path.join(folder, name) not in kept:
-                os.unlink(os.path.join(folder, name))
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if not os.listdir(path):
-                os.rmdir(path)
+    remove_unwanted(str(site), kept | {str(site / name) for name in WRITTEN})
 
 
 def _read(path: Path) -> object:

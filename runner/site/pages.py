@@ -200,8 +200,8 @@ def cell(text: str) -> str:
 
 def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today: dt.date | None = None,
              now: dt.datetime | None = None, cache: Path | None = None,
-             log: Callable[[str], None] = lambda line: None) -> list[Path]:
-    """Write the whole staging folder; returns the files written or kept. Stale files are removed.
+             log: Callable[[str], None] = lambda line: None) -> None:
+    """Write the whole staging folder. Stale files are removed.
     `cache` keeps what was generated between runs, so only what changed is generated again (`cache.Cache`).
     Results are published as `policy.public_record` allows now; what needed the publish key and did not
     have it is `log`ged."""
@@ -249,7 +249,7 @@ def generate(store: Store, stage: Path, templates: Path, assets: Path, *, today:
         for path in sorted(assets.rglob("*")) if assets.is_dir() else []:
             if path.is_file():
                 wanted[Path("assets", path.relative_to(assets))] = path.read_bytes()
-        return caches.sync(wanted)
+        caches.sync(wanted)
 
 
 def withheld_records(results: list[Result], status: str) -> list[dict[str, Any]]:
