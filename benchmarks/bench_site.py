@@ -239,6 +239,9 @@ def main() -> None:
     root = work / "repo"
     print(f"{args.challenges} challenges x {len(PHASES)} phases, {args.results} results, {args.cases} cases each, "
           f"{args.days} days of history, in {work}")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):  # what a user with it set pays too, but say so
+        print("  note: PYTHONDONTWRITEBYTECODE is set: every command compiles its modules again (about 1.5 s each "
+              "at 300 challenges on a slow machine)")
     if not (root / ".git").is_dir():
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)

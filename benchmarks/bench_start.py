@@ -14,6 +14,7 @@ Run: .venv/bin/python benchmarks/bench_start.py [--repeat 7]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,8 @@ def main() -> None:
             runs[label].append(once(argv))
     base = statistics.median(runs["python -c pass (baseline)"])
     print(f"median of {args.repeat} runs each, new processes")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):  # what a user with it set pays too, but say so
+        print("  note: PYTHONDONTWRITEBYTECODE is set: each process compiles the modules it imports again")
     for label, values in sorted(runs.items(), key=lambda item: statistics.median(item[1])):
         median = statistics.median(values)
         print(f"  {label:<40} {median:6.3f} s  {median / base:5.1f}x baseline")
