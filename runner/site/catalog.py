@@ -383,13 +383,7 @@ def write(wanted: dict[Path, bytes], *, store: Store, env: jinja2.Environment, e
     was a twentieth of the page generation for one new result, which changes none of them."""
     pages = {e.challenge.slug for e in entries if Path(e.challenge.slug, "index.md") in wanted}
     texts = own_pages(entries, wanted)
-    digest = hashlib.sha256()
-    for slug, found in texts.items():
-        digest.update(json.dumps([slug, len(found), *map(len, found)]).encode())
-        digest.update(b"".join(found))
-    # The words depend on the interpreter's Unicode tables (accents, case folding) too, which no code key holds.
-    key = f"search words {unicodedata.unidata_version} {MAX_PAGE_WORDS} {digest.hexdigest()}"
-    wanted[Path(SEARCH_FILE)] = memo(key, lambda: json_bytes(search_words(texts)))
+    wanted[Path(SEARCH_FILE)] = memo(_search_key(texts), lambda: json_bytes(search_words(texts)))
     orgs = organizations(entries)
     cards = [card(e, has_page=e.challenge.slug in pages, today=today) for e in entries]
     cards.sort(key=lambda c: c.entry.challenge.name.casefold())
@@ -417,6 +411,17 @@ def own_pages(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> dict[st
                                                                                               "results"):
             texts.setdefault(parts[0], []).append(data)
     return texts
+
+
+def _search_key(texts: dict[str, list[bytes]]) -> str:
+    """What the search words depend on: the pages (each challenge's slug and its pages' lengths, then their
+    bytes, so no two inputs read alike), and the interpreter's Unicode tables (accents, case folding), which
+    no code key holds."""
+    digest = hashlib.sha256()
+    for slug, found in texts.items():
+        digest.update(json.dumps([slug, len(found), *map(len, found)]).encode())
+        digest.update(b"".join(found))
+    return f"search words {unicodedata.unidata_version} {MAX_PAGE_WORDS} {digest.hexdigest()}"
 
 
 def search_words(texts: dict[str, list[bytes]]) -> dict[str, str]:

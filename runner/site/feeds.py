@@ -22,7 +22,7 @@ import pickle
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -99,15 +99,15 @@ def write(wanted: dict[Path, bytes], *, store: Store, entries: list[CatalogEntry
         wanted[feed.path] = memo(f"feed {site_url} {'' if feed.entries else day} {feed!r}",
                                  functools.partial(atom, feed, site_url=site_url, now=now))
     for entry in entries:
-        if entry.phases:  # keyed by its phases' news, unpickled only where the memo lacks the feed
-            found, empty = news.get(entry.challenge.slug, []), results_feed(entry, [])
-            key = f"feed {site_url} {'' if any(n.count for n in found) else day} {empty!r} {[n.digest for n in found]}"
-            wanted[empty.path] = memo(key, functools.partial(_results_atom, empty, found, site_url=site_url, now=now))
+        if entry.phases:  # keyed by its feed without entries and its phases' news, unpickled only where needed
+            found, header = news.get(entry.challenge.slug, []), results_feed(entry, [])
+            dated = "" if any(n.count for n in found) else day
+            wanted[header.path] = memo(f"feed {site_url} {dated} {header!r} {[n.digest for n in found]}",
+                                       functools.partial(_results_atom, entry, found, site_url=site_url, now=now))
 
 
-def _results_atom(empty: Feed, found: list[News], *, site_url: str | None, now: dt.datetime) -> bytes:
-    return atom(replace(empty, entries=_newest([e for news in found for e in news.entries()])), site_url=site_url,
-                now=now)
+def _results_atom(entry: CatalogEntry, found: list[News], *, site_url: str | None, now: dt.datetime) -> bytes:
+    return atom(results_feed(entry, [e for news in found for e in news.entries()]), site_url=site_url, now=now)
 
 
 def _page(entry: CatalogEntry, pages: set[str]) -> str:
