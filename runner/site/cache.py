@@ -54,6 +54,7 @@ from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
 from runner.tree.records import write_atomic
 from runner.tree.store import Store
+from runner.tree.worktree import WorkingTree
 
 T = TypeVar("T")
 # What OpenBLAS, OpenMP and MKL read, as they load, for their number of threads.
@@ -177,10 +178,9 @@ class Cache:
         self.memo.used.update(used)  # the snapshots and bootstrap it holds stay in the memo
         return said
 
-    def tree_ids(self, history: History, folders: list[str]) -> dict[str, str]:
-        """HEAD's tree id of each of `folders` (repository-relative) that the working tree holds exactly as HEAD
+    def tree_ids(self, tree: WorkingTree | None, folders: list[str]) -> dict[str, str]:
+        """HEAD's tree id of each of `folders` (repository-relative) that the working `tree` holds exactly as HEAD
         does (`WorkingTree.folder_ids`, the folders' times kept beside the cache); none outside git."""
-        tree = history.worktree
         return tree.folder_ids(folders, kept=self.folders) if tree else {}
 
     @contextmanager

@@ -14,13 +14,13 @@ Knows: git. Must not import: anything of runner but runner.tree.records.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import re
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner.tree.records import write_atomic
@@ -33,32 +33,51 @@ OBJECT_ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 Times = dict[str, int]  # each folder below a checked one (relative to it, "" itself) -> its modification time (ns)
 
 
-@dataclass(frozen=True)
 class WorkingTree:
-    """The working tree at `root` (a repository's top), with the tracked paths `git status` lists under `under`."""
+    """The working tree at `root` (a repository's top), and the tracked paths `git status` lists under the folder
+    it was asked of. The status runs while the caller goes on (`working_tree` starts it: 1.7 s of git at two million
+    files, as long as the rest of a rebuild's look at the tree); the first question that needs it waits for it."""
 
-    root: Path
-    head: str  # the commit HEAD named when git compared the files: every later question names it, not HEAD
-    entries: frozenset[str]  # repository-relative paths of tracked files that differ from it
-    folders: frozenset[str]  # every folder above an entry
+    def __init__(self, root: Path, head: str, status: subprocess.Popen[bytes]) -> None:
+        self.root = root
+        self.head = head  # the commit HEAD named when git compared the files: every later question names it
+        self._status = status
+
+    @functools.cached_property
+    def _changed(self) -> tuple[frozenset[str], frozenset[str]] | None:
+        """Repository-relative paths of tracked files that differ from `head`, and every folder above one;
+        None where git's status failed (everything then counts as differing)."""
+        out, _ = self._status.communicate()
+        if self._status.returncode != 0:
+            return None
+        entries = {item[3:].rstrip("/") for item in out.decode("utf-8", errors="surrogateescape").split("\0")
+                   if len(item) > 3}
+        return frozenset(entries), frozenset(path[:at] for path in entries for at in _slashes(path))
 
     def differs(self, rel: str) -> bool:
         """Whether git sees a tracked file at or below `rel` (repository-relative) that differs from HEAD."""
-        if rel in self.folders:
+        if (changed := self._changed) is None:
+            return True
+        entries, folders = changed
+        if rel in folders:
             return True
         parts = rel.split("/")
-        return any("/".join(parts[:n]) in self.entries for n in range(1, len(parts) + 1))
+        return any("/".join(parts[:n]) in entries for n in range(1, len(parts) + 1))
 
     def folder_ids(self, folders: list[str], *, kept: Path | None = None) -> dict[str, str]:
         """HEAD's tree id of each of `folders` (repository-relative) that holds exactly HEAD's files and folders;
         one that differs, holds anything else or is no folder at HEAD is left out. `kept`: a file keeping the
         times of the folders below each one that matched, so that it is not listed again while none changed."""
-        ids = self._tree_ids([folder for folder in folders if not self.differs(folder) and _plain(folder)])
+        ids = self._tree_ids([folder for folder in folders if _plain(folder)])
         known = _kept(kept)
+        # The kept times are compared while git's status still runs; only then are the folders it lists left out.
+        same = {folder: seen for folder, tree in ids.items() if (seen := known.get(folder)) and seen[0] == tree
+                and _unchanged(os.path.join(self.root, folder), seen[1])}
+        ids = {folder: tree for folder, tree in ids.items() if not self.differs(folder)}
         found, times, unsure = {}, {}, []
         for folder, tree in ids.items():
-            if (seen := known.get(folder)) and seen[0] == tree and _unchanged(os.path.join(self.root, folder), seen[1]):
-                found[folder], times[folder] = tree, seen
+            if folder in same:
+                found[folder], times[folder] = tree, same[folder]
             else:
                 unsure.append(folder)
         listed = self._listed(unsure)
@@ -176,26 +195,22 @@ def _kept(path: Path | None) -> dict[str, tuple[str, Times]]:
 
 def working_tree(root: Path, under: str) -> WorkingTree | None:
     """The tracked files that differ from HEAD under `under` (a repository-relative folder) in the working tree
-    at `root`; None where `root` is not the top of a git working tree with a commit (the caller then looks at
-    files itself). `--no-optional-locks`: the status never writes the index, so a runner committing meanwhile
-    never finds it locked."""
+    at `root`, as git's status finds them: it starts now, and runs while the caller goes on. None where `root` is
+    not the top of a git working tree with a commit (the caller then looks at files itself).
+    `--no-optional-locks`: the status never writes the index, so a runner committing meanwhile never finds it
+    locked."""
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"], cwd=root,
                              capture_output=True, check=False)
         found = top.stdout.decode(errors="surrogateescape").split("\n")
         if top.returncode != 0 or len(found) < 2 or os.path.realpath(found[0]) != os.path.realpath(root):
             return None
-        done = subprocess.run(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1",
-                               "-z", "--untracked-files=no", "--no-renames", "--", f":(literal){under}"], cwd=root,
-                              capture_output=True, check=False)
+        status = subprocess.Popen(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1",
+                                   "-z", "--untracked-files=no", "--no-renames", "--", f":(literal){under}"], cwd=root,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except FileNotFoundError:  # no git
         return None
-    if done.returncode != 0:
-        return None
-    entries = {item[3:].rstrip("/") for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-               if len(item) > 3}
-    folders = {path[:at] for path in entries for at in _slashes(path)}
-    return WorkingTree(root, found[1], frozenset(entries), frozenset(folders))
+    return WorkingTree(root, found[1], status)
 
 
 def _plain(folder: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -146,3 +147,32 @@ def test_a_commit_landing_while_folders_are_checked_gives_no_ids(repo):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a result lands")
     assert tree.folder_ids(FOLDERS) == {}  # what git compared is no longer what HEAD holds
+
+
+def gated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gate: Path, *, status_fails: bool = False) -> None:
+    """A `git` first on PATH whose status waits for `gate` to exist (10 s at most, then fails) or fails at once."""
+    real = shutil.which("git")
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    status = "exit 1" if status_fails else (f'for i in $(seq 100); do [ -e "{gate}" ] && exec "{real}" "$@"; '
+                                            "sleep 0.1; done; exit 1")
+    shim.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = status ] && {{ {status}; }}; done\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_gits_status_runs_while_the_caller_goes_on(repo, tmp_path, monkeypatch):
+    gate = tmp_path / "gate"
+    gated_git(tmp_path, monkeypatch, gate)
+    (repo / FOLDERS[0] / "team" / "s1.json").write_text('{"a": 1}\n')
+    tree = working_tree(repo, "challenges")  # returns with the status still waiting for the gate
+    assert tree is not None
+    gate.touch()
+    assert set(tree.folder_ids(FOLDERS)) == set(FOLDERS[1:])
+
+
+def test_a_failed_status_leaves_every_folder_out(repo, tmp_path, monkeypatch):
+    gated_git(tmp_path, monkeypatch, tmp_path / "gate", status_fails=True)
+    tree = working_tree(repo, "challenges")
+    assert tree is not None
+    assert tree.folder_ids(FOLDERS) == {} and tree.differs(FOLDERS[0])
