@@ -151,8 +151,10 @@ class History:
 
     def _unchanged_at_head(self, phase: str) -> State:
         """The phase's result files at HEAD (path -> blob) that the working tree holds unchanged."""
-        tree = self.worktree
         head = self._log(phase)[0]
+        if not head:  # nothing to ask git's status of (nor to start it for)
+            return {}
+        tree = self.worktree
         return {} if tree is None else {path: blob for path, blob in head.items() if not tree.differs(path)}
 
     def _log(self, phase: str) -> _Log:

@@ -42,11 +42,15 @@ class WorkingTree:
         self.root = root
         self.head = head  # the commit HEAD named when git compared the files: every later question names it
         self._status = status
+        self._pid = os.getpid()
 
     @functools.cached_property
     def _changed(self) -> tuple[frozenset[str], frozenset[str]] | None:
         """Repository-relative paths of tracked files that differ from `head`, and every folder above one;
-        None where git's status failed (everything then counts as differing)."""
+        None where git's status failed (everything then counts as differing), or where this is a process forked
+        before it answered (a child reading the shared pipe would leave the parent an empty answer: all clean)."""
+        if os.getpid() != self._pid:
+            return None
         out, _ = self._status.communicate()
         if self._status.returncode != 0:
             return None
@@ -73,6 +77,8 @@ class WorkingTree:
         # The kept times are compared while git's status still runs; only then are the folders it lists left out.
         same = {folder: seen for folder, tree in ids.items() if (seen := known.get(folder)) and seen[0] == tree
                 and _unchanged(os.path.join(self.root, folder), seen[1])}
+        if self._changed is None:  # git's status failed: nothing is known clean, and the kept times stay
+            return {}
         ids = {folder: tree for folder, tree in ids.items() if not self.differs(folder)}
         found, times, unsure = {}, {}, []
         for folder, tree in ids.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.tree import worktree
 from runner.tree.worktree import working_tree
 
 FOLDERS = ["challenges/a/results/p", "challenges/a/results/q", "challenges/b/results/p"]
@@ -176,3 +177,42 @@ def test_a_failed_status_leaves_every_folder_out(repo, tmp_path, monkeypatch):
     tree = working_tree(repo, "challenges")
     assert tree is not None
     assert tree.folder_ids(FOLDERS) == {} and tree.differs(FOLDERS[0])
+
+
+def test_kept_times_are_compared_while_the_status_still_runs(repo, tmp_path, monkeypatch):
+    kept = tmp_path / "folders.pickle"
+    age(repo)
+    first = ids(repo, kept)
+    gate = tmp_path / "gate"
+    gated_git(tmp_path, monkeypatch, gate)
+    compare, before_status = worktree._unchanged, []
+
+    def compared(top: str, times: dict[str, int]) -> bool:
+        before_status.append(not gate.exists())
+        gate.touch()  # now the status may run: a build that waited for it first would have failed by now
+        return compare(top, times)
+    monkeypatch.setattr("runner.tree.worktree._unchanged", compared)
+    assert ids(repo, kept) == first and before_status[0]
+
+
+def test_a_failed_status_keeps_the_kept_times(repo, tmp_path, monkeypatch):
+    kept = tmp_path / "folders.pickle"
+    age(repo)
+    ids(repo, kept)
+    held = kept.read_bytes()
+    with monkeypatch.context() as patched:
+        gated_git(tmp_path, patched, tmp_path / "gate", status_fails=True)
+        assert ids(repo, kept) == {}
+    assert kept.read_bytes() == held
+
+
+def test_a_process_forked_before_the_status_answered_counts_everything_as_differing(repo):
+    (repo / FOLDERS[0] / "team" / "s1.json").write_text('{"a": 1}\n')
+    tree = working_tree(repo, "challenges")
+    assert tree is not None
+    child = os.fork()
+    if child == 0:  # the child must not read the parent's pipe: it would leave the parent an empty answer
+        os._exit(0 if tree.differs(FOLDERS[1]) else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert set(tree.folder_ids(FOLDERS)) == set(FOLDERS[1:])  # the parent still has git's whole answer
