@@ -59,7 +59,8 @@ class WorkingTree:
         return frozenset(entries), frozenset(path[:at] for path in entries for at in _slashes(path))
 
     def differs(self, rel: str) -> bool:
-        """Whether git sees a tracked file at or below `rel` (repository-relative) that differs from HEAD."""
+        """Whether git sees a tracked file at or below `rel` (repository-relative) that differs from HEAD; True for
+        any `rel` where its status failed, or in a process forked before it answered (`_changed`)."""
         if (changed := self._changed) is None:
             return True
         entries, folders = changed
