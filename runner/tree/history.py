@@ -91,6 +91,7 @@ class History:
         self._days: dict[str, dict[dt.date, tuple[str, State, dt.datetime]]] = {}  # per phase, as `snapshots` found
         self._index: dict[str, tuple[str, _Days]] | None = None  # per phase: its newest commit and snapshot days
         self._logs: dict[str, _Log] = {}  # the phases' logs read so far (all of them where no cache keeps them)
+        self._at: str | None = None  # the commit HEAD named when the logs were read
         self._admitted: dict[tuple[str, str], bool] = {}  # (path, blob) -> whether the store admits it
         self._versions: dict[str, dict[str, list[tuple[dt.datetime, str]]]] = {}  # per phase, files of several records
         self._signed: dict[str, dt.datetime | None] = {}  # a past record's verified signing time, by blob
@@ -155,7 +156,11 @@ class History:
         if not head:  # nothing to ask git's status of (nor to start it for)
             return {}
         tree = self.worktree
-        return {} if tree is None else {path: blob for path, blob in head.items() if not tree.differs(path)}
+        # A status taken against another commit (HEAD moved between the two: a runner committing meanwhile)
+        # says nothing of these blobs.
+        if tree is None or tree.head != self._at:
+            return {}
+        return {path: blob for path, blob in head.items() if not tree.differs(path)}
 
     def _log(self, phase: str) -> _Log:
         """The phase's files at HEAD and its commits, newest first: from memory, else from the cache."""
@@ -180,6 +185,7 @@ class History:
         touched are read from the cache), else from git whole. The cache's phase files are written before its
         index: one whose newest commit is not the index's is read again from git."""
         shallow, head = self._git("rev-parse", "--is-shallow-repository", "HEAD").split()
+        self._at = head
         # A shallow clone's oldest commit adds every file: its log is no history to keep.
         kept = None if whole or shallow == "true" else self._cached_index()
         new = self._since(kept[0], head) if kept else None

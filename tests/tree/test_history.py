@@ -168,6 +168,23 @@ def test_current_results_stand_for_unchanged_committed_files(history_repo):
     assert not set(last.files.values()) & set(history.read_from_git)
 
 
+def test_a_status_taken_after_head_moved_stands_for_nothing(history_repo):
+    """A runner commits between the history's read of HEAD and git's status: the status, clean against the new
+    commit, says nothing of the blobs the history read, so the tree's new copy must not stand for the old one."""
+    store = Store(history_repo)
+    commit(history_repo, "2026-03-09T10:00:00Z")  # carol's result committed: everything clean
+    history = History(store)
+    last = history.snapshots(CHALLENGE, PHASE)[-1]  # read at this HEAD
+    add_result(history_repo, "alice", "v1", 0.1)
+    commit(history_repo, "2026-03-10T10:00:00Z")  # HEAD moves on; the tree is clean against it
+    current = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission)
+                   .relative_to(history_repo)): r for r in store.results(CHALLENGE, PHASE)}
+    assert history.worktree is not None and not history.worktree.differs("challenges")
+    then = history.results(last, current)
+    assert [r.metrics["aggregates"]["dice"]["mean"] for r in then] == [0.6, 0.9]  # as committed then
+    assert set(last.files.values()) <= set(history.read_from_git)
+
+
 def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):
     light, full = History(Store(history_repo), limit=3), History(Store(history_repo), limit=3)
     expected = [(s.day, s.commit) for s in full.snapshots(CHALLENGE, PHASE)]
