@@ -49,7 +49,7 @@ from runner.site.folders import remove_unwanted
 from runner.tree.history import History, HistoryError
 from runner.tree.model import Challenge
 from runner.tree.parsed import ParsedFiles
-from runner.tree.paths import phase_folder
+from runner.tree.paths import organizer_page, phase_folder
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility, withholds
 from runner.tree.records import write_atomic
@@ -298,14 +298,15 @@ def phase_folders(store: Store, slugs: list[str]) -> list[str]:
 def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Phase]], *, now: dt.datetime,
                ids: dict[str, str]) -> dict[tuple[str, str], str | None]:
     """Everything each phase's pages depend on, by (challenge, phase), read without parsing a result: the
-    records, what the policy shows `now`, the code and templates, each file of the challenge's folder but
-    its results and submissions, the phase's snapshots in git, and its own results and submissions: a folder
-    git holds as HEAD does by its tree id (`ids`, from `Cache.tree_ids`), any other by each file's size, time
-    and inode (the runner and git replace result and submission files whole).
+    records, what the policy shows `now`, the code and templates, each file of the challenge's folder but its
+    results, its submissions and its organizer's pages (`organizer_page`: an edited page costs no phase), the
+    phase's snapshots in git, and its own results and submissions: a folder git holds as HEAD does by its tree
+    id (`ids`, from `Cache.tree_ids`), any other by each file's size, time and inode (the runner and git replace
+    result and submission files whole).
     None where results may be sealed: those depend on keys and copies outside the folder, so that phase
     is always computed."""
     keys: dict[tuple[str, str], str | None] = {(c.slug, p.slug): None for c, p in phases}
-    own: dict[str, list[str]] = {}  # each challenge's files but its results and submissions, read once for its phases
+    own: dict[str, list[str]] = {}  # each challenge's files that its phases read, listed once for them all
     for challenge, phase in phases:
         if withholds(phase):
             continue
@@ -315,7 +316,7 @@ def phase_keys(history: History, store: Store, phases: list[tuple[Challenge, Pha
             snapshots = []
         if challenge.slug not in own:
             _stat_files(store.base / challenge.slug, "", own.setdefault(challenge.slug, []),
-                        skip={"results": set(), "submissions": set()})
+                        skip={"results": set(), "submissions": set()}, pages=False)
         files = [_folder_key(store, phase_folder(challenge.slug, kind, phase.slug), ids)
                  for kind in ("results", "submissions")]
         keys[challenge.slug, phase.slug] = (f"phase {challenge!r} {phase!r} {visibility(phase, now=now)!r} "
@@ -357,21 +358,24 @@ def signers(store: Store) -> str:
     return f"signers {store.verifier.digest if store.verifier else 'unchecked'}"
 
 
-def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]]) -> None:
+def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str, set[str]], pages: bool = True) -> None:
     """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
-    folder named in `skip` only the subfolders named there are walked. Results and submissions count
-    by size, time and inode, the rest by content. In no order: the caller sorts."""
+    folder named in `skip` only the subfolders named there are walked; `pages`: whether the organizer's pages
+    (`organizer_page`, `rel` being inside a challenge's folder) count. Results and submissions count by size,
+    time and inode, the rest by content. In no order: the caller sorts."""
     with os.scandir(folder) as found:
         entries = list(found)
     for entry in entries:
         name = f"{rel}{entry.name}"
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in skip:  # `skip` is for the top folder only: subfolders get none
-                _stat_files(entry.path, f"{name}/", out, skip={})
+                _stat_files(entry.path, f"{name}/", out, skip={}, pages=pages)
             else:
                 for sub in skip[entry.name]:
                     if os.path.isdir(os.path.join(entry.path, sub)):
                         _stat_files(os.path.join(entry.path, sub), f"{name}/{sub}/", out, skip={})
+        elif not pages and organizer_page(name):
+            continue
         elif name.startswith(("results/", "submissions/")):
             info = entry.stat(follow_symlinks=False)
             out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")

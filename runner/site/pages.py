@@ -57,7 +57,7 @@ from runner.tree.details import method_reports, submission_details, supplementar
 from runner.tree.exclusions import short
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import Challenge, CombinedLeaderboard
-from runner.tree.paths import NOT_PAGES, result_path
+from runner.tree.paths import NOT_PAGES, PAGE_SUFFIXES, organizer_page, result_path
 from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
 from runner.tree.result_model import Provenance, Result
@@ -68,7 +68,6 @@ from runner.tree.verification import Check
 
 PHASES_MARK = "<!-- phases -->"
 DATA_MARK = "<!-- data -->"
-PAGE_SUFFIXES = {".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"}
 WITHHELD_FIELDS = ["participant", "submission", "status", "submitted"]
 # A snapshot keeps the top of the table: 20 snapshots of every row would weigh twenty leaderboards, most of
 # a large site's bytes; `challenge leaderboard --as-of` gives a whole past table.
@@ -520,5 +519,5 @@ def _organizer_pages(folder: Path, wanted: dict[Path, bytes], prefix: Path) -> N
     # Top level first, so the (large) results and submissions folders are never walked.
     for top in sorted(p for p in folder.iterdir() if p.name not in NOT_PAGES):
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
-            if path.is_file() and path.suffix.lower() in PAGE_SUFFIXES:
-                wanted[prefix / path.relative_to(folder)] = path.read_bytes()
+            if path.is_file() and organizer_page(rel := path.relative_to(folder).as_posix()):
+                wanted[prefix / rel] = path.read_bytes()

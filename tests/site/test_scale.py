@@ -121,6 +121,28 @@ def test_an_unchanged_phase_comes_from_the_cache(scored, monkeypatch):
     assert kept() == before  # every entry read back: none computed again (in a worker), written or dropped
 
 
+def test_an_edited_organizer_page_costs_no_phase_and_any_other_file_does(scored):
+    cache = scored / "build" / "page-cache"
+    generate(scored, cache=cache)
+    phases = cache.with_name(f"{cache.name}-phases")  # one entry per phase key: a phase computed anew adds one
+
+    def kept() -> set[str]:
+        return {p.name for p in phases.iterdir()}
+    before = kept()
+    folder = scored / "challenges" / CHALLENGE
+    (folder / "index.md").write_text((folder / "index.md").read_text() + "\nA new paragraph.\n")
+    (folder / "guides").mkdir()
+    (folder / "guides" / "faq.md").write_text("# FAQ\n")
+    (folder / "guides" / "figure.png").write_bytes(b"\x89PNG not really")
+    staged = generate(scored, cache=cache)
+    assert kept() == before  # the pages are no phase's input
+    assert staged == generate(scored)  # and the site is as generated without any cache
+    assert b"A new paragraph." in staged[f"{CHALLENGE}/index.md"] and f"{CHALLENGE}/guides/figure.png" in staged
+    (folder / "teams.yml").write_text("teams: {}\n")  # a file the store reads: every phase's input
+    generate(scored, cache=cache)
+    assert kept() - before  # its phases computed anew
+
+
 def test_a_new_result_regenerates_its_phase(scored):
     cache = scored / "build" / "page-cache"
     generate(scored, cache=cache)
