@@ -157,10 +157,10 @@ class History:
             return {}
         tree = self.worktree
         # A status taken against another commit (HEAD moved between the two: a runner committing meanwhile)
-        # says nothing of these blobs.
+        # says nothing of these blobs; a file rewritten since the status (`as_at_head`) holds something else.
         if tree is None or tree.head != self._at:
             return {}
-        return {path: blob for path, blob in head.items() if not tree.differs(path)}
+        return {path: blob for path, blob in head.items() if tree.as_at_head(path)}
 
     def _log(self, phase: str) -> _Log:
         """The phase's files at HEAD and its commits, newest first: from memory, else from the cache."""
@@ -185,7 +185,6 @@ class History:
         touched are read from the cache), else from git whole. The cache's phase files are written before its
         index: one whose newest commit is not the index's is read again from git."""
         shallow, head = self._git("rev-parse", "--is-shallow-repository", "HEAD").split()
-        self._at = head
         # A shallow clone's oldest commit adds every file: its log is no history to keep.
         kept = None if whole or shallow == "true" else self._cached_index()
         new = self._since(kept[0], head) if kept else None
@@ -199,6 +198,7 @@ class History:
             logs, self._index = found, dict(kept[1])
             self._logs.update(logs)
         self._index.update({phase: (_newest(log), _snapshot_days(log[1], self.limit)) for phase, log in logs.items()})
+        self._at = head  # only now: the logs read are this commit's
         if self.cache is not None and shallow == "false" and not (kept and kept[0] == head):
             self._write(head, logs, whole=new is None)
 

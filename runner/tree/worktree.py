@@ -38,9 +38,10 @@ class WorkingTree:
     it was asked of. The status runs while the caller goes on (`working_tree` starts it: 1.7 s of git at two million
     files, as long as the rest of a rebuild's look at the tree); the first question that needs it waits for it."""
 
-    def __init__(self, root: Path, head: str, status: subprocess.Popen[bytes]) -> None:
+    def __init__(self, root: Path, head: str, status: subprocess.Popen[bytes], *, started_ns: int) -> None:
         self.root = root
         self.head = head  # the commit HEAD named when git compared the files: every later question names it
+        self.started_ns = started_ns  # when the status started (time.time_ns): a file changed since, it did not see
         self._status = status
         self._pid = os.getpid()
 
@@ -52,7 +53,8 @@ class WorkingTree:
         if os.getpid() != self._pid:
             return None
         out, _ = self._status.communicate()
-        if self._status.returncode != 0:
+        # A commit landing between `working_tree`'s look at HEAD and the status's own: it compared another commit.
+        if self._status.returncode != 0 or self._moved():
             return None
         entries = {item[3:].rstrip("/") for item in out.decode("utf-8", errors="surrogateescape").split("\0")
                    if len(item) > 3}
@@ -68,6 +70,18 @@ class WorkingTree:
             return True
         parts = rel.split("/")
         return any("/".join(parts[:n]) in entries for n in range(1, len(parts) + 1))
+
+    def as_at_head(self, rel: str) -> bool:
+        """Whether the file `rel` (repository-relative) holds what HEAD holds, as read now or later: git saw it so,
+        and it has not changed since the status started (its ctime, which no write or replacement leaves as it
+        was, is older than that by more than the file system's clock may lag: `RACY_NS`)."""
+        if self.differs(rel):
+            return False
+        try:
+            changed = os.stat(os.path.join(self.root, rel), follow_symlinks=False).st_ctime_ns
+        except OSError:
+            return False
+        return settled([changed], now=self.started_ns)
 
     def folder_ids(self, folders: list[str], *, kept: Path | None = None) -> dict[str, str]:
         """HEAD's tree id of each of `folders` (repository-relative) that holds exactly HEAD's files and folders;
@@ -212,12 +226,13 @@ def working_tree(root: Path, under: str) -> WorkingTree | None:
         found = top.stdout.decode(errors="surrogateescape").split("\n")
         if top.returncode != 0 or len(found) < 2 or os.path.realpath(found[0]) != os.path.realpath(root):
             return None
+        started = time.time_ns()
         status = subprocess.Popen(["git", "--no-optional-locks", "-c", "core.quotepath=off", "status", "--porcelain=v1",
                                    "-z", "--untracked-files=no", "--no-renames", "--", f":(literal){under}"], cwd=root,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except FileNotFoundError:  # no git
         return None
-    return WorkingTree(root, found[1], status)
+    return WorkingTree(root, found[1], status, started_ns=started)
 
 
 def _plain(folder: str) -> bool:

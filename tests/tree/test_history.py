@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from runner.cli import main
 from runner.site import pages
 from runner.site.build import SiteConfig
 from runner.site.datafiles import read_data, read_snapshot
+from runner.tree import worktree
 from runner.tree.history import History, HistoryError, parse_when
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, Tree, add_result, commit
@@ -147,7 +149,8 @@ def test_an_entry_a_crash_left_empty_is_made_again(history_repo):
     assert read_data(history)["snapshots"][1:] == before  # every past day, not a file that does not parse
 
 
-def test_current_results_stand_for_unchanged_committed_files(history_repo):
+def test_current_results_stand_for_unchanged_committed_files(history_repo, monkeypatch):
+    monkeypatch.setattr(worktree, "RACY_NS", 0)  # the files were written just now: trust them as git saw them
     store = Store(history_repo)
     current = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission)
                    .relative_to(history_repo)): r for r in store.results(CHALLENGE, PHASE)}
@@ -183,6 +186,25 @@ def test_a_status_taken_after_head_moved_stands_for_nothing(history_repo):
     then = history.results(last, current)
     assert [r.metrics["aggregates"]["dice"]["mean"] for r in then] == [0.6, 0.9]  # as committed then
     assert set(last.files.values()) <= set(history.read_from_git)
+
+
+def test_a_file_rewritten_after_the_status_stands_for_nothing(history_repo, monkeypatch):
+    """The runner rewrites a result after git's status looked at it (its commit still to come): what the page then
+    reads of it is no longer HEAD's blob, while the file nobody touched still stands for its own."""
+    monkeypatch.setattr(worktree, "RACY_NS", 0)
+    store = Store(history_repo)
+    commit(history_repo, "2026-03-09T10:00:00Z")
+    history = History(store)
+    assert history.worktree is not None and not history.worktree.differs("challenges")  # answered: all clean
+    last = history.snapshots(CHALLENGE, PHASE)[-1]
+    time.sleep(0.05)  # past the lag of the kernel's coarse clock, which the files' times come from
+    add_result(history_repo, "alice", "v1", 0.1)
+    current = {str(store.paths.result_file(r.challenge, r.phase, r.participant, r.submission)
+                   .relative_to(history_repo)): r for r in store.results(CHALLENGE, PHASE)}
+    then = history.results(last, current)
+    assert [r.metrics["aggregates"]["dice"]["mean"] for r in then] == [0.6, 0.9]  # as committed
+    alice, carol = (last.files[p] for p in sorted(last.files))
+    assert alice in history.read_from_git and carol not in history.read_from_git
 
 
 def test_snapshot_days_from_the_log_alone_are_the_snapshots(history_repo):

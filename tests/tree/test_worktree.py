@@ -216,3 +216,27 @@ def test_a_process_forked_before_the_status_answered_counts_everything_as_differ
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert set(tree.folder_ids(FOLDERS)) == set(FOLDERS[1:])  # the parent still has git's whole answer
+
+
+def test_a_commit_before_the_status_read_head_leaves_nothing_clean(repo, tmp_path, monkeypatch):
+    """HEAD moves after `working_tree` read it and before git's status did: the status compared another commit."""
+    gate = tmp_path / "gate"
+    gated_git(tmp_path, monkeypatch, gate)
+    tree = working_tree(repo, "challenges")
+    assert tree is not None
+    (repo / FOLDERS[0] / "team" / "s1.json").write_text('{"a": 2}\n')
+    git(repo, "commit", "-qam", "a runner's result")
+    gate.touch()
+    assert tree.differs(FOLDERS[1]) and tree.folder_ids(FOLDERS) == {}
+
+
+def test_a_file_changed_after_the_status_started_is_not_as_at_head(repo, monkeypatch):
+    monkeypatch.setattr(worktree, "RACY_NS", 0)
+    tree = working_tree(repo, "challenges")
+    assert tree is not None and not tree.differs("challenges")
+    time.sleep(0.05)  # past the lag of the kernel's coarse clock, which the files' times come from
+    (repo / FOLDERS[0] / "team" / "s1.json").write_text('{"a": 2}\n')
+    assert not tree.as_at_head(f"{FOLDERS[0]}/team/s1.json") and tree.as_at_head(f"{FOLDERS[1]}/team/s1.json")
+    assert not tree.as_at_head(f"{FOLDERS[1]}/team/none.json")
+    monkeypatch.setattr(worktree, "RACY_NS", 10**12)  # a file changed this close to the status may have been missed
+    assert not tree.as_at_head(f"{FOLDERS[1]}/team/s1.json")
