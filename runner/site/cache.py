@@ -362,7 +362,8 @@ def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str,
     """Each file under `folder` as one line (os.scandir: a phase holds thousands of results). In a
     folder named in `skip` only the subfolders named there are walked; `pages`: whether the organizer's pages
     (`organizer_page`, `rel` being inside a challenge's folder) count. Results and submissions count by size,
-    time and inode, the rest by content. In no order: the caller sorts."""
+    time and inode, the rest by content; a link by where it points too (and is never walked: it may lead anywhere,
+    round in a circle included). In no order: the caller sorts."""
     with os.scandir(folder) as found:
         entries = list(found)
     for entry in entries:
@@ -379,6 +380,9 @@ def _stat_files(folder: str | Path, rel: str, out: list[str], *, skip: dict[str,
         elif name.startswith(("results/", "submissions/")):
             info = entry.stat(follow_symlinks=False)
             out.append(f"{name} {info.st_size} {info.st_mtime_ns} {info.st_ino}")
+        elif entry.is_symlink():  # to a folder, to nothing, or to a file (then its content counts too)
+            content = file_sha256(entry.path) if entry.is_file() else "no file"
+            out.append(f"{name} link {os.readlink(entry.path)!r} {content}")
         else:
             out.append(f"{name} {file_sha256(entry.path)}")
 

@@ -143,6 +143,23 @@ def test_an_edited_organizer_page_costs_no_phase_and_any_other_file_does(scored)
     assert kept() - before  # its phases computed anew
 
 
+def test_links_in_a_challenge_folder_are_keyed_by_where_they_point_never_walked(scored):
+    cache = scored / "build" / "page-cache"
+    folder = scored / "challenges" / CHALLENGE
+    (scored / "shared.yml").write_text("a: 1\n")  # outside the challenge's folder: seen only through the link
+    for name, target in (("evaluation-link", "evaluation"), ("loop", "."), ("gone", "nowhere"),
+                         ("settings.yml", "../../shared.yml")):
+        (folder / name).symlink_to(target)
+    generate(scored, cache=cache)
+    phases = cache.with_name(f"{cache.name}-phases")
+    before = {p.name for p in phases.iterdir()}
+    generate(scored, cache=cache)
+    assert {p.name for p in phases.iterdir()} == before
+    (scored / "shared.yml").write_text("a: 2\n")  # what a link to a file holds counts
+    generate(scored, cache=cache)
+    assert {p.name for p in phases.iterdir()} - before
+
+
 def test_a_new_result_regenerates_its_phase(scored):
     cache = scored / "build" / "page-cache"
     generate(scored, cache=cache)
