@@ -76,6 +76,7 @@ COMMANDS = {
     "status": Command("status", "whether a phase takes submissions now, and how many a participant has left"),
 }
 GLOBAL_OPTIONS_WITH_VALUE = ("--root",)
+VERBOSE_HELP = "show full tracebacks on errors"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,14 +125,27 @@ def parser(argv: Sequence[str] = (), *, parser_class: type[argparse.ArgumentPars
     p = (parser_class or argparse.ArgumentParser)(prog="challenge", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"challenge {__version__}")
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: current folder)")
-    p.add_argument("-v", "--verbose", action="store_true", help="show full tracebacks on errors")
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if wanted := _command(argv):
         importlib.import_module(f"{__name__}.{COMMANDS[wanted].module}").register(sub)
+        _verbose_anywhere(sub)
     else:  # `challenge --help`, or no command: the list alone, without importing any command's module
         for name, command in COMMANDS.items():
             sub.add_parser(name, help=command.summary)
     return p
+
+
+def _verbose_anywhere(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`--verbose` after the command too (`challenge build --verbose`, `challenge keys new -v`), as after
+    `challenge`: given at either place, it holds (SUPPRESS: a command's parser leaves the flag alone)."""
+    import argparse
+
+    for command in sub.choices.values():
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+        for action in command._actions:  # argparse lists a parser's subcommands nowhere else
+            if isinstance(action, argparse._SubParsersAction):
+                _verbose_anywhere(action)
 
 
 def summary(command: str) -> str:

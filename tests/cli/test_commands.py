@@ -35,3 +35,33 @@ def test_an_unknown_command_is_a_usage_error():
     with pytest.raises(SystemExit) as stop:
         parser(["nope"]).parse_args(["nope"])
     assert stop.value.code == 2
+
+
+def _command_parsers(parent) -> list:
+    """Every command's parser below `parent`, nested ones (`keys new`) too."""
+    import argparse
+    found = []
+    for action in parent._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                found += [command, *_command_parsers(command)]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_verbose_is_taken_after_each_command_as_after_challenge(name):
+    built = parser([name])
+    mine = [p for p in _command_parsers(built) if p.prog.split()[1] == name]
+    assert mine and all({"-v", "--verbose"} <= set(p._option_string_actions) for p in mine)
+    assert all(p._option_string_actions["--verbose"].dest == "verbose" for p in mine)
+
+
+def test_an_error_shows_its_traceback_with_verbose_after_the_command(tmp_path):
+    def build(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "runner.cli", "--root", str(tmp_path), *words],
+                              capture_output=True, text=True)
+    plain, verbose = build("build"), build("build", "--verbose")
+    assert plain.returncode == verbose.returncode == 1
+    assert plain.stderr.strip().splitlines() == [f"error: {tmp_path}/mkdocs.yml not found: run from the "
+                                                 "repository root or pass --root"]
+    assert "Traceback (most recent call last)" in verbose.stderr and verbose.stderr.endswith(plain.stderr)
