@@ -16,7 +16,6 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from runner.tree.datasets import (
     DataError,
     Source,
-    access_file,
     check_links,
     download,
     open_links,
@@ -120,7 +119,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
     hub = github(settings_here(), args.repo, args.api_url, log=lambda line: err.print(line, markup=False))
     sealed, skipped = 0, 0
     for login in _registered(store, challenge.slug):
-        target = access_file(store.paths, challenge.slug, login)
+        target = store.paths.data_access_file(challenge.slug, login)
         if target.is_file() and not args.all:
             continue
         recipients = _recipients(hub.ssh_keys(login), login)

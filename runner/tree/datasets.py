@@ -29,7 +29,6 @@ from runner.tree.paths import TreePaths
 from runner.tree.schema_types import NAME
 from runner.tree.sealing import Identity, Recipient, SealError, seal, unseal
 
-ACCESS = "data-access"
 PART = ".part"
 TIMEOUT_S = 30
 
@@ -54,10 +53,6 @@ class Source:
             raise DataError(f"{printable(self.dataset.name, 200)}: its URL does not end in a file name and its name "
                             "is not one (letters, digits, '-', '_', '.'); set its file: in challenge.yml")
         return name
-
-
-def access_file(paths: TreePaths, slug: str, login: str) -> Path:
-    return paths.challenge(slug) / ACCESS / f"{login}.age"
 
 
 def sources(challenge: Challenge, links: Mapping[str, str]) -> tuple[list[Source], list[Dataset]]:
@@ -159,8 +154,8 @@ def open_links(paths: TreePaths, slug: str, identities: Sequence[Identity], *,
                login: str | None = None) -> dict[str, str]:
     """The links sealed for the holder of `identities`: from data-access/<login>.age, or from whichever
     file there the keys open."""
-    folder = paths.challenge(slug) / ACCESS
-    files = [access_file(paths, slug, login)] if login else sorted(folder.glob("*.age"))
+    folder = paths.data_access(slug)
+    files = [paths.data_access_file(slug, login)] if login else sorted(folder.glob("*.age"))
     if login and not files[0].is_file():
         raise DataError(f"{files[0]} does not exist: the organizers seal your links once your registration is "
                         "merged (challenge data seal)")

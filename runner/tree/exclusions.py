@@ -7,23 +7,16 @@ it for a phase, so the leaderboard on the site, `challenge leaderboard` and `cha
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from runner.tree.loading import load_exclusions
 from runner.tree.paths import TreePaths
 from runner.tree.phase_model import Phase
 from runner.tree.result_model import Result
 
-FOLDER = "exclusions"
-
-
-def exclusions_file(paths: TreePaths, slug: str, phase: str) -> Path:
-    return paths.challenge(slug) / FOLDER / f"{phase}.yml"
-
 
 def exclusions(paths: TreePaths, slug: str, phase: str) -> dict[str, str]:
     """participant/id -> the reason it is excluded, for one phase (none without a file)."""
-    path = exclusions_file(paths, slug, phase)
+    path = paths.exclusions_file(slug, phase)
     return load_exclusions(path) if path.is_file() else {}
 
 

@@ -9,9 +9,11 @@
     challenges/<challenge>/results/<phase>/<participant>/<id>.json
     challenges/<challenge>/reports/<phase>/<participant>/<id>.yml   a method report added to submission <id>
     challenges/<challenge>/approvals/<phase>.yml
+    challenges/<challenge>/exclusions/<phase>.yml                   results taken out of a phase's rankings
     challenges/<challenge>/teams.yml
     challenges/<challenge>/registrations/<login>.yml
-    challenges/<challenge>/evaluation/              the organizer's evaluation container
+    challenges/<challenge>/data-access/<login>.age                  a data set's links, sealed for one login
+    challenges/<challenge>/evaluation/                              the organizer's evaluation container
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ IN_RESULTS = re.compile(rf"{CHALLENGES}/[^/]+/results/")  # anything under a cha
 SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or team>/<id>.yml"
 # A challenge's folders that hold data or code, not pages of its site.
 NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",
-                       "registrations", "reports"})
+                       "registrations", "reports", "exclusions", "data-access"})
 # What the site publishes as the organizer wrote it: a file of these kinds outside the folders above.
 PAGE_SUFFIXES = frozenset({".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"})
 
@@ -115,6 +117,15 @@ class TreePaths:
 
     def approvals_file(self, slug: str, phase: str) -> Path:
         return self._at(slug, "approvals", f"{phase}.yml")
+
+    def exclusions_file(self, slug: str, phase: str) -> Path:
+        return self._at(slug, "exclusions", f"{phase}.yml")
+
+    def data_access(self, slug: str) -> Path:
+        return self._at(slug, "data-access")
+
+    def data_access_file(self, slug: str, login: str) -> Path:
+        return self._at(slug, "data-access", f"{login}.age")
 
     def teams_file(self, slug: str) -> Path:
         return self._at(slug, "teams.yml")

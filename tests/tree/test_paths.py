@@ -12,7 +12,8 @@ from runner.tree.paths import organizer_page
     ("rules.pdf", True), ("challenge.yml", False), ("teams.yml", False), ("phases/final.yml", False),
     ("evaluation/README.md", False), ("data/cases.csv", False), ("examples/notes.md", False),
     ("reports/final/alice/report.pdf", False), ("submissions/final/alice/paper.pdf", False),
-    ("results/final/alice/v1.json", False), ("guides/script.py", False),
+    ("results/final/alice/v1.json", False), ("guides/script.py", False), ("exclusions/README.md", False),
+    ("data-access/notes.md", False),
 ])
 def test_an_organizers_page_is_a_page_file_outside_the_data_folders(rel, page):
     assert organizer_page(rel) is page
