@@ -41,6 +41,7 @@ import yaml
 
 from runner.site.datafiles import json_bytes
 from runner.tree.model import INCENTIVES, ROLES, STATUSES, SUBMISSION_TYPES, Challenge
+from runner.tree.paths import LEADERBOARDS
 from runner.tree.phase_model import Phase
 from runner.tree.policy import plural
 from runner.tree.store import Store
@@ -407,8 +408,7 @@ def own_pages(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> dict[st
     slugs = {e.challenge.slug for e in entries}
     for path, data in sorted(wanted.items()):
         parts = path.parts
-        if path.suffix == ".md" and len(parts) > 1 and parts[0] in slugs and parts[1] not in ("leaderboard",
-                                                                                              "results"):
+        if path.suffix == ".md" and len(parts) > 1 and parts[0] in slugs and parts[1] not in (LEADERBOARDS, "results"):
             texts.setdefault(parts[0], []).append(data)
     return texts
 

@@ -57,7 +57,7 @@ from runner.tree.details import method_reports, submission_details, supplementar
 from runner.tree.exclusions import short
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import Challenge, CombinedLeaderboard
-from runner.tree.paths import NOT_PAGES, PAGE_SUFFIXES, organizer_page, result_path
+from runner.tree.paths import LEADERBOARDS, NOT_PAGES, PAGE_SUFFIXES, organizer_page, result_path
 from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
 from runner.tree.result_model import Provenance, Result
@@ -268,7 +268,7 @@ def _combined_page(run: _Run, store: Store, challenge: Challenge, spec: Combined
         for slug, p in phases.items()})
     page = run.env.get_template("combined.md.j2").render(challenge=challenge, spec=spec, phases=phases, rows=rows,
                                                          withheld=withheld)
-    run.wanted[Path(challenge.slug, "leaderboard", f"{spec.slug}.md")] = page.encode()
+    run.wanted[Path(challenge.slug, LEADERBOARDS, f"{spec.slug}.md")] = page.encode()
 
 
 def _phase(run: _Run, store: Store, challenge: Challenge, phase: Phase,
@@ -300,7 +300,7 @@ def _phase_files(run: _Run, challenge: Challenge, phase: Phase, results: list[Re
     checks = checks or {}
     origins = {f"{r.participant}/{r.submission}": r.provenance for r in results if r.provenance}
     trail = Trail(checks, origins, refused or [], changes(results))
-    folder = Path(challenge.slug, "leaderboard", phase.slug)
+    folder = Path(challenge.slug, LEADERBOARDS, phase.slug)
     shown = visibility(phase, now=run.now)
     made = Rows(phase)  # the snapshots rank mostly the same results again
     board = phase_leaderboard(run.history.store.paths, phase, results, made=made)

@@ -36,7 +36,7 @@ from runner.tree.loading import (
     load_submission,
 )
 from runner.tree.located import Key, ModelError, load_yaml
-from runner.tree.paths import companion_file
+from runner.tree.paths import LEADERBOARDS, companion_file
 from runner.tree.people import load_registration, load_teams
 from runner.tree.phase_model import Phase, unwritten_runner_path
 from runner.tree.policy import closed_for_good, withholds
@@ -178,6 +178,10 @@ class _Checker:
                 self._key(path, ("recipients", i), text)
         if challenge.publish_key:
             self._key(path, ("publish_key",), challenge.publish_key)
+        if (path.parent / LEADERBOARDS).exists():
+            self.report.warnings.append(ModelError(path.parent / LEADERBOARDS, None, None, (
+                "the site writes this challenge's leaderboards here, so nothing in this folder is published: "
+                "move your pages to another folder")))
         for i, board in enumerate(challenge.combined_leaderboards):
             for j, (phase, _) in enumerate(board.phases):
                 if phase not in phases:

@@ -44,6 +44,9 @@ SUBMISSION_WHERE = f"{CHALLENGES}/<challenge>/submissions/<phase>/<your login or
 # A challenge's folders that hold data or code, not pages of its site.
 NOT_PAGES = frozenset({"submissions", "results", "evaluation", "examples", "data", "phases", "approvals",
                        "registrations", "reports", "exclusions", "data-access"})
+# A challenge's folder on the site that the site writes itself: its leaderboards (its result viewers sit under
+# results/, above). Nothing an organizer puts there is published (`challenge check` warns of it).
+LEADERBOARDS = "leaderboard"
 # What the site publishes as the organizer wrote it: a file of these kinds outside the folders above.
 PAGE_SUFFIXES = frozenset({".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"})
 
@@ -51,7 +54,8 @@ PAGE_SUFFIXES = frozenset({".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".web
 def organizer_page(rel: str) -> bool:
     """Whether `rel` (a '/'-separated path inside a challenge's folder) is one of its organizer's pages: a file
     the site copies as it is, and that nothing read of the challenge's records, phases or results comes from."""
-    return rel.split("/", 1)[0] not in NOT_PAGES and PurePosixPath(rel).suffix.lower() in PAGE_SUFFIXES
+    top = rel.split("/", 1)[0]
+    return top not in NOT_PAGES and top != LEADERBOARDS and PurePosixPath(rel).suffix.lower() in PAGE_SUFFIXES
 
 
 def companion_file(folder: Path, name: str) -> Path | None:

@@ -320,3 +320,12 @@ def test_the_tree_is_listed_as_rglob_lists_it(tmp_path):
     assert listed == sorted(p for p in tmp_path.rglob("*") if p.is_file())
     assert [p.relative_to(tmp_path).as_posix() for p in listed] == [
         "a/b", "a/c/d.yml", "a/to-file", "a-b/y", "a.b/x", "z"]
+
+
+def test_pages_in_the_folder_the_site_writes_leaderboards_to_are_warned_of(tree, capsys):
+    folder = tree / "challenges" / CHALLENGE / "leaderboard"
+    folder.mkdir()
+    (folder / "rules.md").write_text("# How we rank\n")
+    assert run_check(tree, capsys)[1] == [
+        f"warning: {folder}: the site writes this challenge's leaderboards here, so nothing in this folder is "
+        "published: move your pages to another folder", f"ok: {tree / 'challenges'} is valid (1 warning)"]

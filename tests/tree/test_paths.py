@@ -13,7 +13,7 @@ from runner.tree.paths import organizer_page
     ("evaluation/README.md", False), ("data/cases.csv", False), ("examples/notes.md", False),
     ("reports/final/alice/report.pdf", False), ("submissions/final/alice/paper.pdf", False),
     ("results/final/alice/v1.json", False), ("guides/script.py", False), ("exclusions/README.md", False),
-    ("data-access/notes.md", False),
+    ("data-access/notes.md", False), ("leaderboard/rules.md", False), ("leaderboards.md", True),
 ])
 def test_an_organizers_page_is_a_page_file_outside_the_data_folders(rel, page):
     assert organizer_page(rel) is page
