@@ -92,11 +92,13 @@ class Child:
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env)
         self.lines: queue.Queue[str] = queue.Queue()
+        self.said: list[str] = []  # every line, for what a timeout reports
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
+            self.said.append(line.rstrip("\n"))
 
     def expect(self, prefix: str, seconds: float) -> str:
         """The next line starting with `prefix`, waiting at most `seconds`."""
@@ -250,7 +252,11 @@ def html_latency(root: Path, repeats: int) -> list[float]:
         for i in range(repeats):
             marker = f"{i} {time.time()}"
             edit(root, marker)
-            totals.append(wait_for(lambda m=marker: m in fetch(url), 600, every=0.05))
+            try:
+                totals.append(wait_for(lambda m=marker: m in fetch(url), 600, every=0.05))
+            except TimeoutError as exc:
+                said = "\n".join(child.said[-20:])
+                raise TimeoutError(f"{exc}: edit {marker!r}; challenge serve said:\n{said}") from None
     finally:
         child.close()
     return totals

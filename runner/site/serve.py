@@ -350,28 +350,33 @@ def serve_live(site: Path, port: int, rebuild: Callable[[], object], watched: li
     a second, a cost that grows with the results (29 % of a core at 60,000); file events and a long
     poll cost nothing while nobody edits."""
     check_port(port)
-    rebuild()
     builds = Builds()
     handler = type("Handler", (LiveHandler,), {"builds": builds})
     stop = threading.Event()
     server = http.server.ThreadingHTTPServer((HOST, port), functools.partial(handler, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
+
+    def first() -> None:
+        """Once the watcher is set up, so that an edit made while the site is first built makes the next batch
+        (before, it was made before anything watched, and never built)."""
+        rebuild()
+        serving.start()
+        log(f"serving on http://{HOST}:{port}/, regenerating on edits under {', '.join(map(str, watched))}")
 
     def built() -> None:
         rebuild()
         builds.built()
 
     try:
-        url = f"http://{HOST}:{port}/"
-        regenerate_on_edits(watched, built, log, stop, quiet_ms=quiet_ms, ready=lambda: log(
-            f"serving on {url}, regenerating on edits under {', '.join(map(str, watched))}"))
+        regenerate_on_edits(watched, built, log, stop, quiet_ms=quiet_ms, ready=first)
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
         builds.close()
-        server.shutdown()
+        if serving.is_alive():  # else shutdown() would wait for a loop that never ran
+            server.shutdown()
         server.server_close()
         signal.signal(signal.SIGTERM, previous)
     return 0

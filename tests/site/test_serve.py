@@ -5,6 +5,7 @@ that each test stops; every wait is bounded."""
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import signal
@@ -257,3 +258,23 @@ def test_ctrl_c_stops_serving(repo):
             server.wait(timeout=30)
     assert server.returncode == 0
     assert fetch(url) is None
+
+
+def test_an_edit_made_while_the_site_is_first_built_is_built_again(repo, tmp_path):
+    """The watcher is set up before the first build: what an organizer saves meanwhile is not lost."""
+    page, builds, said = repo / "challenges" / CHALLENGE / "index.md", [], []
+
+    def rebuild() -> None:
+        builds.append(page.read_text())
+        if len(builds) == 1:  # saved during the first build
+            page.write_text(page.read_text() + "\nSaved while the site was first built.\n")
+        else:
+            raise KeyboardInterrupt  # the edit was built: stop serving, as Ctrl+C does
+
+    guard = threading.Timer(15, _thread.interrupt_main)  # a lost edit: no second build ever comes
+    guard.start()
+    try:
+        assert serve.serve_live(tmp_path, free_port(), rebuild, [repo / "challenges"], log=said.append) == 0
+    finally:
+        guard.cancel()
+    assert len(builds) == 2 and "Saved while" in builds[1] and said[0].startswith("serving on ")
