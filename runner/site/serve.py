@@ -199,9 +199,12 @@ def watch_edits(folders: list[Path], stop: threading.Event, *, quiet_ms: int = Q
     threads = [threading.Thread(target=run, args=watch, daemon=True) for watch in watches]
     for thread in threads:
         thread.start()
-    yield from _batches(found, stop, set_up=len(threads), quiet_ms=quiet_ms, ready=ready)
-    for thread in threads:
-        thread.join(timeout=10)
+    try:
+        yield from _batches(found, stop, set_up=len(threads), quiet_ms=quiet_ms, ready=ready)
+    finally:  # also where `ready` or the caller failed: the watchers end with the caller's stop
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
 
 
 def _batches(found: queue.Queue[Changes | BaseException | None], stop: threading.Event, *, set_up: int,
@@ -371,7 +374,8 @@ def serve_live(site: Path, port: int, rebuild: Callable[[], object], watched: li
     try:
         regenerate_on_edits(watched, built, log, stop, quiet_ms=quiet_ms, ready=first)
     except KeyboardInterrupt:
-        pass
+        if not serving.is_alive():
+            raise  # stopped before anything was served: "interrupted", as the command says of any other
     finally:
         stop.set()
         builds.close()

@@ -278,3 +278,13 @@ def test_an_edit_made_while_the_site_is_first_built_is_built_again(repo, tmp_pat
     finally:
         guard.cancel()
     assert len(builds) == 2 and "Saved while" in builds[1] and said[0].startswith("serving on ")
+
+
+def test_ctrl_c_during_the_first_build_is_an_interruption_not_a_stop(repo, tmp_path):
+    """Nothing was served yet: the command says "interrupted" and exits 130, as any other would."""
+    def rebuild() -> None:
+        raise KeyboardInterrupt
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        serve.serve_live(tmp_path, free_port(), rebuild, [repo / "challenges"], log=lambda line: None)
+    assert threading.active_count() == before  # the watcher's threads ended with it
