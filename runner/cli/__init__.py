@@ -16,6 +16,7 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (7 ms
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
+    from typing import Any
 
     from rich.console import Console
 
@@ -122,30 +123,28 @@ def parser(argv: Sequence[str] = (), *, parser_class: type[argparse.ArgumentPars
 
     from runner import __version__
 
-    p = (parser_class or argparse.ArgumentParser)(prog="challenge", description=__doc__.splitlines()[0])
+    base = parser_class or argparse.ArgumentParser
+
+    class CommandParser(base):  # type: ignore[misc,valid-type]  # a base chosen at run time (a warm job's)
+        """A command's parser (and, as argparse makes them of their parent's class, its subcommands'): it takes
+        `--verbose` too, so `challenge build --verbose` holds as `challenge --verbose build` does (SUPPRESS:
+        left out, it leaves the flag as `challenge` set it)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+
+    p = base(prog="challenge", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"challenge {__version__}")
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: current folder)")
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     if wanted := _command(argv):
         importlib.import_module(f"{__name__}.{COMMANDS[wanted].module}").register(sub)
-        _verbose_anywhere(sub)
     else:  # `challenge --help`, or no command: the list alone, without importing any command's module
         for name, command in COMMANDS.items():
             sub.add_parser(name, help=command.summary)
     return p
-
-
-def _verbose_anywhere(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`--verbose` after the command too (`challenge build --verbose`, `challenge keys new -v`), as after
-    `challenge`: given at either place, it holds (SUPPRESS: a command's parser leaves the flag alone)."""
-    import argparse
-
-    for command in sub.choices.values():
-        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
-        for action in command._actions:  # argparse lists a parser's subcommands nowhere else
-            if isinstance(action, argparse._SubParsersAction):
-                _verbose_anywhere(action)
 
 
 def summary(command: str) -> str:
