@@ -57,7 +57,7 @@ from runner.tree.details import method_reports, submission_details, supplementar
 from runner.tree.exclusions import short
 from runner.tree.history import History, HistoryError, Snapshot
 from runner.tree.model import Challenge, CombinedLeaderboard
-from runner.tree.paths import LEADERBOARDS, NOT_PAGES, PAGE_SUFFIXES, organizer_page, result_path
+from runner.tree.paths import LEADERBOARDS, PAGE_SUFFIXES, may_hold_pages, organizer_page, result_path
 from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
 from runner.tree.result_model import Provenance, Result
@@ -517,7 +517,7 @@ def _site_pages(folder: Path, wanted: dict[Path, bytes]) -> None:
 
 def _organizer_pages(folder: Path, wanted: dict[Path, bytes], prefix: Path) -> None:
     # Top level first, so the (large) results and submissions folders are never walked.
-    for top in sorted(p for p in folder.iterdir() if p.name not in NOT_PAGES):
+    for top in sorted(p for p in folder.iterdir() if may_hold_pages(p.name)):
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
             if path.is_file() and organizer_page(rel := path.relative_to(folder).as_posix()):
                 wanted[prefix / rel] = path.read_bytes()

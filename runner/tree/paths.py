@@ -51,11 +51,15 @@ LEADERBOARDS = "leaderboard"
 PAGE_SUFFIXES = frozenset({".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".csv"})
 
 
+def may_hold_pages(top: str) -> bool:
+    """Whether the entry `top` of a challenge's folder may be, or hold, its organizer's pages (`organizer_page`)."""
+    return top not in NOT_PAGES and top != LEADERBOARDS
+
+
 def organizer_page(rel: str) -> bool:
     """Whether `rel` (a '/'-separated path inside a challenge's folder) is one of its organizer's pages: a file
     the site copies as it is, and that nothing read of the challenge's records, phases or results comes from."""
-    top = rel.split("/", 1)[0]
-    return top not in NOT_PAGES and top != LEADERBOARDS and PurePosixPath(rel).suffix.lower() in PAGE_SUFFIXES
+    return may_hold_pages(rel.split("/", 1)[0]) and PurePosixPath(rel).suffix.lower() in PAGE_SUFFIXES
 
 
 def companion_file(folder: Path, name: str) -> Path | None:
