@@ -1,21 +1,24 @@
 """Overhead of `challenge evaluate` against bare `docker run` of the same containers, same run.
 
 A do-nothing algorithm and a do-nothing evaluation (it writes a constant metrics.json) are run
-(1) by bare `docker run --rm` with the same input/output mounts, and (2) by `challenge evaluate`,
-in batch mode (one algorithm run) and per-case mode (20 runs), each call a new process; then (3) by
-`challenge evaluate --runner SOCKET`, one submission per call handed to a warm runner (`challenge
-runner`), in `--pairs` pairs, bare and warm interleaved (which goes first alternates). A warm job
-is timed until its containers are removed too (the runner removes them in the background after it
-answers; bare `docker run --rm` waits for it): the median of the pairs' ratios is printed with its
-95 % interval (order statistics: no assumption on the shape of the ratios). Targets (issues 3, 13,
-26): one submission through a warm runner at most 1.15 x bare; a cold `challenge evaluate` process
-at most 1.5 x; per case at most 0.15 s above bare docker run.
+(1) by bare `docker run --rm` with the same input/output mounts; (2) by `challenge evaluate`, each call
+a new process (a cold one), in batch mode (one algorithm run) and per-case mode (20 runs); (3) by the
+least any cold process can do (`floor_evaluate.py`: docker-py and the tree's models imported, the
+phase and submission validated, both containers run with the sandbox's options and removed); and
+(4) by `challenge evaluate --runner SOCKET`, one submission per call handed to a warm runner
+(`challenge runner`). Cold calls come in `--cold` triples (bare, cold, floor; which goes first
+rotates), warm ones in `--pairs` interleaved pairs (which goes first alternates). A warm job is timed
+until its containers are removed too (the runner removes them in the background after it answers;
+bare `docker run --rm` waits for it). Each ratio is the median of its triples' or pairs' ratios,
+with its 95 % interval (order statistics: no assumption on the shape of the ratios). Targets
+(issues 3, 13, 26): one submission through a warm runner at most 1.15 x bare; a cold `challenge
+evaluate` process at most 1.5 x; per case at most 0.15 s above bare docker run.
 
 Left out: emptying a pooled /output area, which the runner's keeper does before the area's next use
 (one agent call, milliseconds) and which bare `docker run` has no counterpart of; image builds (done
-once, before timing).
+once, before timing). What the floor leaves out is in floor_evaluate.py.
 
-Run: .venv/bin/python benchmarks/bench_evaluate.py [--repeats 5] [--pairs 30]
+Run: .venv/bin/python benchmarks/bench_evaluate.py [--cold 15] [--repeats 5] [--pairs 30]
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ QUEUE = 10
 CHALLENGE = "bench"
 NOOP_ALGORITHM = "pass\n"
 NOOP_EVALUATION = 'open("/output/metrics.json", "w").write(\'{"aggregates": {"score": 1}}\')\n'
+FLOOR = Path(__file__).with_name("floor_evaluate.py")
 DOCKERFILE = 'ARG BASE\nFROM ${BASE}\nCOPY main.py /main.py\nENTRYPOINT ["python3", "/main.py"]\n'
 
 
@@ -107,9 +111,45 @@ def warm_runner(socket_path: Path) -> subprocess.Popen:
     return runner
 
 
+def floor(root: Path, evaluation: str, inputs: Path, out: Path, submission: Path) -> float:
+    """The least a cold process does (floor_evaluate.py), a new process, until its containers are removed."""
+    scores = out / "floor-scores"
+    scores.mkdir(mode=0o777, exist_ok=True)
+    scores.chmod(0o777)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(FLOOR), str(root / "challenges" / CHALLENGE / "phases" / "batch.yml"),
+                    str(submission), evaluation, str(inputs), str(out), str(scores)], check=True)
+    return time.perf_counter() - start
+
+
+def cold_triples(root: Path, data_root: Path, base: str, *, image: str, evaluation: str, out: Path,
+                 count: int) -> list[dict[str, float]]:
+    """`count` triples of one batch submission: bare `docker run`s, a cold `challenge evaluate`, the floor;
+    which goes first rotates."""
+    inputs = data_root / CHALLENGE / "batch" / "inputs"
+    submission = root.parent / "floor" / "v1.yml"  # outside the tree: never pending
+    submission.parent.mkdir(exist_ok=True)
+    submission.write_text(f"phase: batch\nimage: {image}\n")
+    floor(root, evaluation, inputs, out, submission)  # warm: the floor's files in the page cache
+
+    def cold(n: int) -> float:
+        submit(root, "batch", image, n)
+        return ours(root, data_root, base)
+
+    runs = {"bare": lambda n: bare(image, evaluation, inputs, out, 1), "cold": cold,
+            "floor": lambda n: floor(root, evaluation, inputs, out, submission)}
+    order = list(runs)
+    triples = []
+    for n in range(count):
+        turn = order[n % 3:] + order[:n % 3]
+        triples.append({who: runs[who](n) for who in turn})
+    return triples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cold", type=int, default=15, help="bare, cold process and floor, interleaved")
+    parser.add_argument("--repeats", type=int, default=5, help="per-case runs against bare")
     parser.add_argument("--pairs", type=int, default=30, help="warm runner against bare, interleaved")
     args = parser.parse_args()
     engine = DockerEngine()
@@ -123,57 +163,68 @@ def main() -> None:
         evaluation = engine.build(root / "challenges" / CHALLENGE / "evaluation", name=f"challenge-eval/{CHALLENGE}",
                                   base=base, extra_context=EVALUATION_CONTEXT)  # the image the runner builds
         ours(root, data_root, base)  # warm: images built, caches of the engine filled
-        figures = {}
-        for mode, runs in (("batch", 1), ("per-case", CASES)):
-            inputs = data_root / CHALLENGE / mode / "inputs"
-            bare_s, ours_s = [], []
-            for n in range(args.repeats):
-                bare_s.append(bare(image, evaluation, inputs, out, runs))
-                submit(root, mode, image, n)
-                ours_s.append(ours(root, data_root, base))
-            figures[mode] = (statistics.median(bare_s), statistics.median(ours_s))
+        triples = cold_triples(root, data_root, base, image=image, evaluation=evaluation, out=out, count=args.cold)
+        inputs = data_root / CHALLENGE / "per-case" / "inputs"
+        bare_s, ours_s = [], []
+        for n in range(args.repeats):
+            bare_s.append(bare(image, evaluation, inputs, out, CASES))
+            submit(root, "per-case", image, n)
+            ours_s.append(ours(root, data_root, base))
+        per_case = (statistics.median(bare_s), statistics.median(ours_s))
         # Steady state: a runner draining a queue of QUEUE submissions in one call.
         inputs = data_root / CHALLENGE / "batch" / "inputs"
         bare_queue = sum(bare(image, evaluation, inputs, out, 1) for _ in range(QUEUE))
         for n in range(QUEUE):
             submit(root, "batch", image, 1000 + n)
-        figures["queue"] = (bare_queue, ours(root, data_root, base))
-        # One submission per call, handed to a warm runner (what a runner host keeps as a service).
-        socket_path = Path(tmp) / "runner.sock"
-        runner = warm_runner(socket_path)
-        try:
-            ours(root, data_root, base, "--runner", str(socket_path))  # warm: its first job starts the engine
-            pairs = []
-            for n in range(args.pairs):
-                submit(root, "batch", image, 2000 + n)
-                timings = {}
-                for who in (("bare", "warm") if n % 2 == 0 else ("warm", "bare")):
-                    timings[who] = (bare(image, evaluation, inputs, out, 1) if who == "bare" else
-                                    until_removed(engine, lambda: ours(root, data_root, base, "--runner",
-                                                                       str(socket_path))))
-                pairs.append((timings["bare"], timings["warm"]))
-        finally:
-            runner.terminate()
-            runner.wait()
+        queue = (bare_queue, ours(root, data_root, base))
+        pairs = warm_pairs(root, data_root, base, engine=engine, image=image, evaluation=evaluation, out=out,
+                           count=args.pairs, socket_path=Path(tmp) / "runner.sock")
     startup = timed_startup()
-    b, o = figures["batch"]
-    print(f"batch     bare docker run {b:6.2f} s   challenge evaluate {o:6.2f} s   ratio {o / b:.2f} "
-          "(a cold process, target <= 1.5)")
-    ratios = sorted(w / b for b, w in pairs)
-    low, high = median_interval(ratios)
-    bare_warm, ours_warm = statistics.median(b for b, _ in pairs), statistics.median(w for _, w in pairs)
-    print(f"warm      bare docker run {bare_warm:6.2f} s   challenge evaluate --runner {ours_warm:6.2f} s "
-          f"(its containers removed)   ratio {statistics.median(ratios):.2f}, "
-          f"95 % interval {low:.2f}-{high:.2f} over {len(pairs)} interleaved pairs (target <= 1.15); "
-          f"pairs {ratios[0]:.2f}-{ratios[-1]:.2f}")
-    b, o = figures["per-case"]
+    for who, target in (("cold", "a cold process, target <= 1.5"),
+                        ("floor", "the least any cold process does, floor_evaluate.py")):
+        print(f"{who:9} {summary([(t['bare'], t[who]) for t in triples])} ({target})")
+    print(f"warm      {summary(pairs)} (challenge evaluate --runner, its containers removed; target <= 1.15)")
+    b, o = per_case
     print(f"per-case  bare docker run {b:6.2f} s   challenge evaluate {o:6.2f} s   ratio {o / b:.2f}   "
           f"{(o - b) / CASES:+.3f} s per case (target <= 0.15)")
-    b, o = figures["queue"]
+    b, o = queue
     print(f"queue of {QUEUE} in one call: bare {b:6.2f} s   challenge evaluate {o:6.2f} s   ratio {o / b:.2f}   "
           f"{(o - b) / QUEUE:+.3f} s per submission")
     print(f"fixed per call: `challenge evaluate` process start (imports, no work) {startup:.2f} s, "
           "plus one /output keeper container per call")
+
+
+def warm_pairs(root: Path, data_root: Path, base: str, *, engine: DockerEngine, image: str, evaluation: str,
+               out: Path, count: int, socket_path: Path) -> list[tuple[float, float]]:
+    """One submission per call handed to a warm runner (what a runner host keeps as a service), against
+    bare, `count` interleaved pairs: (bare, warm) each."""
+    inputs = data_root / CHALLENGE / "batch" / "inputs"
+    runner = warm_runner(socket_path)
+    try:
+        ours(root, data_root, base, "--runner", str(socket_path))  # warm: its first job starts the engine
+        pairs = []
+        for n in range(count):
+            submit(root, "batch", image, 2000 + n)
+            timings = {}
+            for who in (("bare", "warm") if n % 2 == 0 else ("warm", "bare")):
+                timings[who] = (bare(image, evaluation, inputs, out, 1) if who == "bare" else
+                                until_removed(engine, lambda: ours(root, data_root, base, "--runner",
+                                                                   str(socket_path))))
+            pairs.append((timings["bare"], timings["warm"]))
+        return pairs
+    finally:
+        runner.terminate()
+        runner.wait()
+
+
+def summary(pairs: list[tuple[float, float]]) -> str:
+    """Median times of (bare, ours) pairs, and the median of their ratios with its 95 % interval."""
+    ratios = sorted(o / b for b, o in pairs)
+    low, high = median_interval(ratios)
+    bare_s, ours_s = statistics.median(b for b, _ in pairs), statistics.median(o for _, o in pairs)
+    return (f"bare {bare_s:5.2f} s   ours {ours_s:5.2f} s   ratio {statistics.median(ratios):.2f}, "
+            f"95 % interval {low:.2f}-{high:.2f} over {len(pairs)} "
+            f"interleaved runs; single ratios {ratios[0]:.2f}-{ratios[-1]:.2f}")
 
 
 def until_removed(engine: DockerEngine, job: Callable[[], float]) -> float:
