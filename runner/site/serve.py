@@ -343,6 +343,17 @@ def _with_reload(page: bytes, build: int) -> bytes:
     return page[:end] + script + page[end:] if end >= 0 else page + script
 
 
+def _serve(server: http.server.ThreadingHTTPServer) -> None:
+    """`server.serve_forever()`, quiet where its socket was closed before it began: Ctrl+C landing inside the
+    thread's start() leaves it not yet alive, so `serve_live` closes the socket without a shutdown, and the
+    thread, once it runs, would print a traceback over the command's one line."""
+    try:
+        server.serve_forever()
+    except (OSError, ValueError):  # ValueError: the selector's answer to a closed socket (fileno -1)
+        if server.socket.fileno() != -1:
+            raise
+
+
 def serve_live(site: Path, port: int, rebuild: Callable[[], object], watched: list[Path],
                log: Callable[[str], None] = print, *, quiet_ms: int = QUIET_MS) -> int:
     """Build the site into `site` and serve it on 127.0.0.1:`port`, building it again after each batch
@@ -357,7 +368,7 @@ def serve_live(site: Path, port: int, rebuild: Callable[[], object], watched: li
     handler = type("Handler", (LiveHandler,), {"builds": builds})
     stop = threading.Event()
     server = http.server.ThreadingHTTPServer((HOST, port), functools.partial(handler, directory=str(site)))
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving = threading.Thread(target=_serve, args=(server,), daemon=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
 
     def first() -> None:

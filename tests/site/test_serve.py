@@ -6,6 +6,7 @@ that each test stops; every wait is bounded."""
 from __future__ import annotations
 
 import _thread
+import http.server
 import json
 import os
 import signal
@@ -288,3 +289,10 @@ def test_ctrl_c_during_the_first_build_is_an_interruption_not_a_stop(repo, tmp_p
     with pytest.raises(KeyboardInterrupt):
         serve.serve_live(tmp_path, free_port(), rebuild, [repo / "challenges"], log=lambda line: None)
     assert threading.active_count() == before  # the watcher's threads ended with it
+
+
+def test_a_server_closed_before_its_thread_began_ends_the_thread_quietly():
+    """Ctrl+C inside the serving thread's start(): serve_live closed the socket before serve_forever ran."""
+    server = http.server.ThreadingHTTPServer((serve.HOST, free_port()), http.server.SimpleHTTPRequestHandler)
+    server.server_close()
+    serve._serve(server)  # serve_forever itself raises ValueError here
