@@ -17,7 +17,6 @@ pages show, and hand it what to compute (the memo's keys for snapshots and boots
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
 import shlex
 from collections.abc import Callable, Mapping
@@ -177,7 +176,8 @@ def environment(templates: Path, *, compiled: Path | None = None) -> jinja2.Envi
     """The pages' templates: every value text unless marked safe (`templating`); `compiled`: a folder
     where Jinja keeps them compiled between runs (0.15 s a build)."""
     env = templating.environment(templates, fmt=fmt, cell=cell, size=size_text, href=href,
-                                 organizer_markdown=templating.organizer_markdown)
+                                 organizer_markdown=templating.organizer_markdown,
+                                 front_title=templating.front_matter_title)
     if compiled is not None:
         compiled.mkdir(parents=True, exist_ok=True)
         env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(compiled))
@@ -453,12 +453,12 @@ def navigation(entries: list[CatalogEntry], wanted: dict[Path, bytes]) -> list[A
         own = [p for p in pages if p.startswith(f"{slug}/") and not p.startswith((f"{slug}/leaderboard/",
                                                                                   f"{slug}/results/"))]
         own.sort(key=lambda p: (p != f"{slug}/index.md", p))
-        # Titles as HTML text: the theme writes a navigation title into every page as it is.
-        boards = [{html.escape(phase.title): f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
-        boards += [{html.escape(spec.title): f"{slug}/leaderboard/{spec.slug}.md"}
+        title = templating.mkdocs_title  # the theme writes a navigation title into every page as it is
+        boards = [{title(phase.title): f"{slug}/leaderboard/{phase.slug}.md"} for phase in entry.phases]
+        boards += [{title(spec.title): f"{slug}/leaderboard/{spec.slug}.md"}
                    for spec in entry.challenge.combined_leaderboards]
         if own or boards:
-            challenges.append({html.escape(entry.challenge.name): own + ([{"Leaderboards": boards}] if boards else [])})
+            challenges.append({title(entry.challenge.name): own + ([{"Leaderboards": boards}] if boards else [])})
     return nav + grouped(challenges)
 
 
@@ -474,10 +474,9 @@ def grouped(challenges: list[dict[str, Any]]) -> list[Any]:
 
 
 def _fallback_page(entry: CatalogEntry) -> bytes:
-    """A challenge's own page where its folder has no index.md: its name and headline, as text. The
-    title is given as HTML text too: taken from the heading, the theme writes it into <title> unescaped."""
+    """A challenge's own page where its folder has no index.md: its name and headline, as text."""
     name = entry.challenge.name
-    return (f"---\ntitle: {json.dumps(html.escape(name))}\n---\n\n# {templating.text(name)}\n\n"
+    return (f"---\ntitle: {templating.front_matter_title(name)}\n---\n\n# {templating.text(name)}\n\n"
             f"{templating.text(entry.challenge.headline)}\n").encode()
 
 

@@ -13,6 +13,7 @@ there, and what organizers write as Markdown or the code itself writes as Markdo
 from __future__ import annotations
 
 import html
+import json
 import xml.etree.ElementTree as etree
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,18 @@ def text(value: Any) -> Markup:
     if isinstance(value, Markup):
         return value
     return Markup(str(value).translate(TEXT))
+
+
+def mkdocs_title(value: Any) -> str:
+    """A page's or a navigation entry's title as MkDocs and the theme take it: HTML text. The theme writes
+    titles into the page's header as they are, so a name with `<` (an organization's, which anyone may
+    propose in a listing) shows as itself, never as markup; `overrides/main.html` escapes <title> again."""
+    return html.escape(str(value))
+
+
+def front_matter_title(value: Any) -> Markup:
+    """`title:` in a generated page's front matter: `mkdocs_title`, as a YAML string."""
+    return Markup(json.dumps(mkdocs_title(value)))
 
 
 LINK_SCHEMES = ("", "http", "https", "mailto")  # what an organizer's Markdown on a generated page may link to

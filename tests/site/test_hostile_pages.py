@@ -13,7 +13,7 @@ from urllib.parse import unquote
 import pytest
 
 from runner.evaluation.examples import prepare_workspace
-from runner.site import pages
+from runner.site import catalog, pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.store import Store
 from tests.helpers import CHALLENGE, PHASE, REPO, add_result, edit_yaml, phase_file, served, wait_for
@@ -32,7 +32,13 @@ PAYLOADS = {
     "link": f"https://example.org/\"><svg/onload={SCRIPT}>",
     # The organizers' own Markdown, set in the challenge page: its raw HTML stays text, its links stay safe.
     "submission page": f"<div><img src=x onerror=\"{SCRIPT}\"><script>{SCRIPT}</script>\n\n[x](javascript:{SCRIPT})",
+    # Titles the theme writes into <title> and the header: an organization's name (anyone may propose a
+    # listing that names one) and a phase's title.
+    "organization": f"Org</title><script>{SCRIPT}</script><img src=x onerror=\"{SCRIPT}\">",
+    "phase title": f"Final </title><img src=x onerror=\"{SCRIPT}\">",
+    "combined title": f"All </title><img src=x onerror=\"{SCRIPT}\">",  # a title from the navigation alone
 }
+ORGANIZATION = catalog.slugify(PAYLOADS["organization"])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +52,10 @@ def built(tmp_path_factory) -> Path:
               supplementary_url=PAYLOADS["link"])
     edit_yaml(phase_file(repo), allow_submission_comments=True, display_submission_comments=True,
               supplementary_url_choice="optional", show_supplementary_url=True,
-              submission_page_markdown=PAYLOADS["submission page"])
+              submission_page_markdown=PAYLOADS["submission page"], title=PAYLOADS["phase title"])
+    edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", organizations=[{"name": PAYLOADS["organization"]}],
+              combined_leaderboards=[{"slug": "all", "title": PAYLOADS["combined title"],
+                                      "phases": [{"phase": PHASE}, {"phase": "new-scanner"}]}])
     path = repo / "challenges" / CHALLENGE / "results" / PHASE / "alice" / "v1.json"
     record = json.loads(path.read_text())  # a case named by what a participant's file held
     record["metrics"]["case"][f"<img src=x onerror=\"{SCRIPT}\">"] = {"dice": 0.5}
@@ -63,6 +72,8 @@ def site_url(built) -> Iterator[str]:
 
 
 PAGES = {"leaderboard": f"{CHALLENGE}/leaderboard/{PHASE}/", "challenge": f"{CHALLENGE}/",
+         "organization": f"organizations/{ORGANIZATION}/", "organizations": "organizations/",
+         "combined leaderboard": f"{CHALLENGE}/leaderboard/all/",
          **{f"result of {p}": f"{CHALLENGE}/results/{PHASE}/view/?id={p}/v1" for p in ("alice", "bob", "carol")}}
 
 
@@ -82,9 +93,15 @@ def test_participants_text_is_text_on_every_page(page, site_url, where):
         assert PAYLOADS["title"] in text and PAYLOADS["description"] in text and PAYLOADS["comment"] in text
         link = page.find_element(By.LINK_TEXT, "Publication")
         assert unquote(link.get_attribute("href")) == PAYLOADS["link"]  # an address, as the browser encodes it
+    if where == "organization":  # the name, as text, in the tab's title and the page's header
+        assert PAYLOADS["organization"] in page.title and PAYLOADS["organization"] in text
+    if where == "leaderboard":
+        assert PAYLOADS["phase title"] in page.title
+    if where == "combined leaderboard":
+        assert PAYLOADS["combined title"] in page.title
     if where == "challenge":
         assert f"<div><img src=x onerror=\"{SCRIPT}\"><script>{SCRIPT}</script>" in text
-        assert "How to submit to Final test" in text  # the page goes on whole after it
+        assert f"How to submit to {PAYLOADS['phase title']}" in text  # the page goes on whole after it
 
 
 def test_no_file_of_the_built_site_holds_a_live_payload(built):
