@@ -127,10 +127,11 @@ class Run:
 
 def evaluate(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
              evaluation_image: str, evaluation_context: str | None = None,
-             on_case: CaseCallback | None = None) -> Result:
+             on_case: CaseCallback | None = None, refusal: str | None = None) -> Result:
     """Run one submission and return its result (not yet written, not yet signed); RunnerError if the
     runner, not the submission, failed. `evaluation_context`: the digest of the evaluation image's
-    build context, which its provenance records (None: a pinned image)."""
+    build context, which its provenance records (None: a pinned image). `refusal`: why it must not run
+    (`Store.refusal_at_landing`): its result is failed with that reason, and nothing runs."""
     phase = store.phase(submission.challenge, submission.phase)
     inputs, truth = config.phase_data(phase)
     data = {"inputs": inputs, "ground-truth": truth}
@@ -141,7 +142,10 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
         job = Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
-        job.run(inputs, truth, evaluation_image)
+        if refusal is None:
+            job.run(inputs, truth, evaluation_image)
+        else:
+            job.error = refusal
     evaluated_by = job.runs["evaluation"].image_id if "evaluation" in job.runs else None
     origin = provenance(submission, phase_file=store.paths.phase_file(phase.challenge, phase.slug), root=store.root,
                         data=data, data_root=config.data_root, evaluation_image=evaluated_by or evaluation_image,

@@ -1,7 +1,8 @@
 """Evaluate a list of submissions, each exactly once, under a lock, with progress.
 
 A submission that already has a result is skipped unless a re-run is asked for; one that another
-runner process holds is skipped; a runner problem leaves it pending and is reported. Transient
+runner process holds is skipped; one past its participant's limit when it landed is failed without
+running (`Store.refusal_at_landing`); a runner problem leaves it pending and is reported. Transient
 runner problems are tried again under the package's one retry policy (`runner.errors.Retry`).
 """
 
@@ -137,7 +138,8 @@ def _attempt(submission: Submission, queue: _Queue, attempt: int) -> Result:
                                 evaluation_context(phase, queue.store))
         image, context = queue.built[key]
         result = evaluate(submission, store=queue.store, executor=queue.executor, config=queue.config,
-                          evaluation_image=image, evaluation_context=context, on_case=queue.on_case)
+                          evaluation_image=image, evaluation_context=context, on_case=queue.on_case,
+                          refusal=queue.store.refusal_at_landing(submission))
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
     result.attempts = attempt

@@ -24,9 +24,18 @@ from runner.tree.parsed import ParsedFiles
 from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
 from runner.tree.phase_model import Phase
-from runner.tree.policy import Allowance, Visibility, allowance, public_record, ranked_record, visibility, withholds
+from runner.tree.policy import (
+    Allowance,
+    Visibility,
+    allowance,
+    public_record,
+    ranked_record,
+    submissions_per,
+    visibility,
+    withholds,
+)
 from runner.tree.records import Keys, local_path, read_local, read_sealed, signed, write_atomic, write_sealed
-from runner.tree.result_model import Result, load_result
+from runner.tree.result_model import Result, load_result, parse_time
 from runner.tree.signing import SigningKey
 from runner.tree.submission_model import Submission
 from runner.tree.verification import Check, Verifier, written_together
@@ -168,10 +177,32 @@ class Store:
         """Where `participant` (a folder: a login or a team) stands against the phase's limit
         (`policy.allowance`): their results there, their pending submissions but `besides` (one being
         judged), and `counting` more (it, once accepted)."""
-        results = [r for r in self.results(phase.challenge, phase.slug) if r.participant == participant]
+        results = self.results(phase.challenge, phase.slug, participant=participant)
         pending = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=participant)
                    if s.id != besides]
         return allowance(phase, results, pending=len(pending) + counting, now=now)
+
+    def refusal_at_landing(self, submission: Submission) -> str | None:
+        """Why the queue must not evaluate `submission`: it went past its participant's limit when it landed;
+        None where it did not. grand-challenge refuses such a submission when it is made. Here the review judges
+        a pull request against main as it was, so several reviewed at once can all pass; the queue judges each
+        again by what landed before it: its participant's results as `allowance` counts them, and their
+        submissions still pending, in the order they landed (ties by id)."""
+        phase = self.phase(submission.challenge, submission.phase)
+        if not phase.submissions_limit_per_user_per_period:  # none, or 0: the phase is closed (`window`)
+            return None
+        landed = self.submitted_at(submission)
+        place, who = (landed, submission.id), submission.participant
+        before = [r for r in self.results(phase.challenge, phase.slug, participant=who)
+                  if (parse_time(r.created_at), r.submission) < place]
+        waiting = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=who)
+                   if (self.submitted_at(s), s.id) < place]
+        stands = allowance(phase, before, pending=len(waiting), now=landed)
+        if stands.left != 0:
+            return None
+        limit = submissions_per(phase.submissions_limit_per_user_per_period, phase.submission_limit_period)
+        return (f"Not evaluated: phase {phase.title!r} allows {limit}, and {who!r} had "
+                f"{stands.evaluated + stands.pending} before this one when it landed ({landed:%Y-%m-%d %H:%M:%S} UTC)")
 
     def knows(self, slug: str, participant: str) -> bool:
         """Whether `participant` has a submission folder in any phase of challenge `slug`."""
@@ -186,15 +217,18 @@ class Store:
         public = load_result(path)
         return self._current_copy(path, public) or self.read_records(path, public)[1]
 
-    def results(self, slug: str, phase: str) -> list[Result]:
-        """The phase's results: whole where the store's keys open their sealed part, else as public; with a
-        verifier, only those it lets through (`publishable`)."""
-        return [result for _, result, check in self.checked(slug, phase) if self.publishable(check)]
+    def results(self, slug: str, phase: str, *, participant: str | None = None) -> list[Result]:
+        """The phase's results (`participant`: only theirs): whole where the store's keys open their sealed part,
+        else as public; with a verifier, only those it lets through (`publishable`)."""
+        return [result for _, result, check in self.checked(slug, phase, participant=participant)
+                if self.publishable(check)]
 
-    def checked(self, slug: str, phase: str) -> list[tuple[Path, Result, Check | None]]:
-        """Each of the phase's result files, the result read from it, and its verification (None without a
-        verifier)."""
-        paths = sorted(self.paths.results(slug, phase).glob("*/*.json"))
+    def checked(self, slug: str, phase: str, *,
+                participant: str | None = None) -> list[tuple[Path, Result, Check | None]]:
+        """Each of the phase's result files (`participant`: theirs alone, read from their folder), the result read
+        from it, and its verification (None without a verifier)."""
+        folder = glob.escape(participant) if participant is not None else "*"
+        paths = sorted(self.paths.results(slug, phase).glob(f"{folder}/*.json"))
         read = [(path, *self.read_records(path)) for path in paths]
         verifier = self.verifier
         return [(path, whole, verifier.check_current(whole, path, public=public) if verifier else None)

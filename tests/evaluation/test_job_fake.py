@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import json
 import re
 import shutil
@@ -860,3 +861,44 @@ def test_each_stage_records_its_last_stderr_line(repo, fake, config):
     assert result_of(repo).algorithm.last_line is None  # a piece of the logs: only in the runner's copy
     assert result.algorithm and result.algorithm.last_line == "[31mwrote 3 masks[0m"  # control characters gone
     assert result.evaluation and result.evaluation.last_line == "scored 3 cases"
+
+
+# --- the phase's limit, judged again by when each submission landed --------------------------------
+
+
+def land(repo: Path, fake: FakeExecutor, behaviour: Behaviour, order: dict[str, int]) -> None:
+    """alice's submissions, each landed `order[id]` seconds after the first (outside git: the file's time)."""
+    fake.add_image(ALGORITHM, behaviour)
+    for sub_id, seconds in order.items():
+        path = write_submission(repo, "alice", sub_id, ALGORITHM)
+        os.utime(path, (1_780_000_000 + seconds,) * 2)
+
+
+def test_submissions_past_the_limit_when_they_landed_fail_without_running(repo, fake, config):
+    """Pull requests reviewed at once each passed the review against main as it was: the queue evaluates
+    the first to land, in whatever order it meets them, and fails the rest without running them."""
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=1, submission_limit_period=1)
+    land(repo, fake, Behaviour(write=threshold), {"v1": 2, "v2": 3, "v3": 0})
+    store, reports = evaluate_all(repo, fake, config)
+    assert {r.submission.rpartition("/")[2]: r.status for r in reports} == {"v1": "failed", "v2": "failed",
+                                                                           "v3": "succeeded"}
+    assert len(fake.runs) == 2  # v3's algorithm and evaluation; nothing of v1's or v2's
+    for sub_id in ("v1", "v2"):
+        result = store.result(store.submission(store.paths.submission_file(CHALLENGE, PHASE, "alice", sub_id)))
+        assert result.error.startswith("Not evaluated: phase 'Final test' allows 1 submission per day, and "
+                                       "'alice' had 1 before this one when it landed")  # v3: v1 failed, so does not count
+        assert result.algorithm is None and result.evaluation is None
+
+
+def test_a_failed_submission_before_leaves_room_where_failures_do_not_count(repo, fake, config):
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=1, submission_limit_period=1)
+    land(repo, fake, Behaviour(exit_code=1), {"v1": 0})
+    evaluate_all(repo, fake, config)
+    fake.add_image(ALGORITHM, Behaviour(write=threshold))
+    os.utime(write_submission(repo, "alice", "v2", ALGORITHM), (1_780_000_001,) * 2)
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["succeeded"]
+    edit_yaml(phase_file(repo), count_failed_submissions=True)
+    os.utime(write_submission(repo, "alice", "v3", ALGORITHM), (1_780_000_002,) * 2)
+    _, reports = evaluate_all(repo, fake, config)
+    assert [r.status for r in reports] == ["failed"]
