@@ -36,10 +36,11 @@ from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.evaluation.provenance import data_key, provenance
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
 from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
+from runner.tree import download
 from runner.tree.jsonpaths import lookup
 from runner.tree.phase_model import Limits, Phase, nested_paths
 from runner.tree.policy import participant_logs
-from runner.tree.references import image_refusal
+from runner.tree.references import image_refusal, registry_of
 from runner.tree.result_model import MEASUREMENTS, SUMMARIES, Measurement, Result, RunRecord
 from runner.tree.sealing import Identity
 from runner.tree.store import Store
@@ -281,8 +282,8 @@ class Job:
                                               folder=folder, keys=self.config.runner_keys,
                                               allow_local=self.config.allow_local_images,
                                               max_bytes=self.config.archive_max_bytes, pace=self.config.download_pace)
-        ref = self.submission.image or ""
-        if why := image_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
+        ref, allowed, local = self.submission.image or "", self.phase.allowed_registries, self.config.allow_local_images
+        if why := image_refusal(ref, allowed=allowed, allow_local=local) or _private_registry(ref, allowed, local):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
         try:
             return ref, self._image_id(ref, "Algorithm image could not be used")
@@ -552,6 +553,22 @@ def _measured(outcome: Outcome, run: Run) -> dict[str, Any]:
     if len(run.cases) > 1:
         measured["cases"] = list(run.cases)
     return measured
+
+
+def _private_registry(ref: str, allowed: tuple[str, ...], allow_local: bool) -> str | None:
+    """Why the runner must not pull `ref`: its registry is an address of the runner's own networks (private,
+    loopback, link-local), which the engine would call from inside them, its answer coming back in the failure
+    line; unless the phase names that registry or the run is local. A name the runner cannot look up is left
+    to the pull to report."""
+    registry = registry_of(ref)
+    if allow_local or registry is None or registry in allowed:
+        return None
+    try:
+        download.resolve(f"https://{registry}/v2/", allow_private=False)
+    except download.DownloadError as exc:
+        if exc.kind == "private":
+            return f"registry {registry} is a private or local address; push to a public registry"
+    return None
 
 
 def _cases(inputs: Path) -> list[str]:

@@ -902,3 +902,27 @@ def test_a_failed_submission_before_leaves_room_where_failures_do_not_count(repo
     os.utime(write_submission(repo, "alice", "v3", ALGORITHM), (1_780_000_002,) * 2)
     _, reports = evaluate_all(repo, fake, config)
     assert [r.status for r in reports] == ["failed"]
+
+
+# --- registries on the runner's own networks ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("registry", ["127.0.0.1:5000", "localhost:5000", "169.254.169.254", "10.0.0.1"])
+def test_an_image_on_the_runners_own_networks_is_refused_before_any_pull(repo, fake, config, registry):
+    """The engine would pull from inside the runner's networks, and the answer would come back in the failure."""
+    image = f"{registry}/probe@sha256:{'b' * 64}"
+    submit(repo, fake, Behaviour(write=threshold), image=image)
+    _, reports = evaluate_all(repo, fake, config)
+    assert reports[0].status == "failed" and fake.runs == []
+    assert result_of(repo).error == (f"Algorithm image {image}: registry {registry} is a private or local address; "
+                                     "push to a public registry")
+
+
+def test_a_private_registry_the_phase_names_or_a_local_run_is_pulled(repo, fake, config):
+    image = submit(repo, fake, Behaviour(write=threshold), image=f"10.0.0.1:5000/algo@sha256:{'b' * 64}")
+    edit_yaml(phase_file(repo), allowed_registries=["10.0.0.1:5000"])
+    assert [r.status for r in evaluate_all(repo, fake, config)[1]] == ["succeeded"]
+    edit_yaml(phase_file(repo), allowed_registries=[])
+    write_submission(repo, "alice", "v2", image)
+    local = replace(config, allow_local_images=True)
+    assert [r.status for r in evaluate_all(repo, fake, local)[1]] == ["succeeded"]
