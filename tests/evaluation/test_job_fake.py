@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import json
+import os
 import re
 import shutil
 import zipfile
@@ -885,8 +885,9 @@ def test_submissions_past_the_limit_when_they_landed_fail_without_running(repo, 
     assert len(fake.runs) == 2  # v3's algorithm and evaluation; nothing of v1's or v2's
     for sub_id in ("v1", "v2"):
         result = store.result(store.submission(store.paths.submission_file(CHALLENGE, PHASE, "alice", sub_id)))
+        # v3 came first; v1, failed, does not count where failures do not
         assert result.error.startswith("Not evaluated: phase 'Final test' allows 1 submission per day, and "
-                                       "'alice' had 1 before this one when it landed")  # v3: v1 failed, so does not count
+                                       "'alice' had 1 before this one when it landed")
         assert result.algorithm is None and result.evaluation is None
 
 
