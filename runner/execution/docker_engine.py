@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 import docker
@@ -557,6 +557,8 @@ class DockerEngine:
     def run(self, spec: RunSpec, output: OutputArea | None = None) -> Outcome:
         if output is not None and not isinstance(output, DockerOutputArea):
             raise TypeError("a DockerEngine runs only into its own output areas")
+        if clash := self._volume_in_mount(spec, output is not None):
+            return Outcome(exit_code=None, wall_time_s=0.0, start_error=clash)
         with engine_errors("starting the container"):
             container = self._create(spec, output)
         try:
@@ -614,6 +616,17 @@ class DockerEngine:
             detach=True,
         )))
         return self.client.containers.prepare_model({"Id": created["Id"]})
+
+    def _volume_in_mount(self, spec: RunSpec, output: bool) -> str | None:
+        """Why the image cannot run with these mounts: it declares a VOLUME inside one (`/input/x`). The engine
+        would make that folder in the mount, which a read-only one refuses at every start, as the engine's own
+        trouble: the submission would stay pending for ever. The image's fault, said before anything starts."""
+        targets = [PurePosixPath(m.target) for m in spec.mounts] + ([PurePosixPath(spec.output_path)] if output else [])
+        for declared in map(PurePosixPath, self._config(spec.image).get("Volumes") or {}):
+            inside = next((t for t in targets if declared != t and declared.is_relative_to(t)), None)
+            if inside is not None:
+                return f"the image declares VOLUME {declared}, inside {inside}, which the runner mounts"
+        return None
 
     def _scratch(self, spec: RunSpec, mounts: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
         """/tmp, and each VOLUME the image declares where nothing is mounted: tmpfs of the run's scratch size

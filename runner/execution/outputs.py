@@ -46,6 +46,14 @@ def safe_name(target: Path, name: str) -> Path:
     return target.joinpath(*parts) if parts else target
 
 
+def safe_file(target: Path, name: str) -> Path:
+    """`safe_name` of a file: one named as the folder itself ('.') is refused, never opened for writing there."""
+    dest = safe_name(target, name)
+    if dest == target:
+        raise UnsafeOutput(f"{printable(name, 200)!r} names the folder itself, not a file in it")
+    return dest
+
+
 def extract_tar(stream: IO[bytes], target: Path, *, strip: str, limits: OutputLimits = OutputLimits()) -> int:
     """Extract a tar stream of a container folder (as the keeper agent sends it) into
     `target`, dropping the leading folder name `strip`. Returns the number of files written."""
@@ -85,10 +93,10 @@ def _checked(members: Iterable[tuple[tarfile.TarInfo, str]],
 def _write_tar(archive: tarfile.TarFile, members: Iterable[tuple[tarfile.TarInfo, str]], target: Path) -> int:
     written = 0
     for member, name in members:
-        dest = safe_name(target, name)
         if member.isdir():
-            dest.mkdir(parents=True, exist_ok=True)
+            safe_name(target, name).mkdir(parents=True, exist_ok=True)
             continue
+        dest = safe_file(target, name)
         dest.parent.mkdir(parents=True, exist_ok=True)
         source = archive.extractfile(member)
         if source is None:  # not a regular file: _checked refused those already
@@ -113,7 +121,7 @@ def extract_zip(path: Path, target: Path, *, limits: OutputLimits = OutputLimits
         for member in members:
             if (member.external_attr >> 16) & 0o170000 == 0o120000:
                 raise UnsafeOutput(f"{member.filename!r} is a link; only regular files are accepted")
-            dest = safe_name(target, member.filename)
+            dest = safe_file(target, member.filename)
             dest.parent.mkdir(parents=True, exist_ok=True)
             with archive.open(member) as src, open(dest, "wb") as out:
                 budget -= _copy_bounded(src, out, budget)

@@ -103,3 +103,18 @@ def test_tar_over_the_byte_limit_is_refused(tmp_path):
     with pytest.raises(UnsafeOutput, match="more than 1024 bytes"):
         extract_tar(tar_stream([member], {"output/big": b"x" * 2048}), tmp_path, strip="output",
                     limits=OutputLimits(max_bytes=1024))
+
+
+def test_a_zip_file_named_as_the_folder_itself_is_refused(tmp_path):
+    """Written at the folder's own path, it raised IsADirectoryError: the runner's trouble, pending for ever."""
+    archive = make_zip(tmp_path / "p.zip", {".": b"x"})
+    (tmp_path / "out").mkdir()
+    with pytest.raises(UnsafeOutput, match="names the folder itself"):
+        extract_zip(archive, tmp_path / "out")
+
+
+def test_a_tar_file_named_as_the_folder_itself_is_refused(tmp_path):
+    member = tarfile.TarInfo("output/.")
+    member.size = 1
+    with pytest.raises(UnsafeOutput, match="names the folder itself"):
+        extract_tar(tar_stream([member], {"output/.": b"x"}), tmp_path, strip="output")

@@ -203,3 +203,17 @@ def test_a_volume_the_image_declares_is_a_small_tmpfs_and_leaves_nothing(engine,
     assert outcome.stdout_tail[0] == str(8 * 1024**2)  # 64 MiB asked, 8 MiB written
     assert outcome.stdout_tail[1].startswith("tmpfs on /big type tmpfs") and "size=8192k" in outcome.stdout_tail[1]
     assert {v.name for v in docker_client.volumes.list()} == before  # no anonymous volume left behind
+
+
+def test_an_image_declaring_a_volume_inside_a_mount_cannot_start_and_touches_nothing(engine, base_image, tmp_path):
+    """The engine would make /input/planted in the read-only hidden inputs: refused at every start as the
+    engine's own trouble, so the submission stayed pending for ever. Now the image's failure, said at once."""
+    (tmp_path / "Dockerfile").write_text('ARG BASE\nFROM ${BASE}\nVOLUME ["/input/planted"]\n')
+    image = engine.build(tmp_path, name="challenge-test/volume-in-input", base=base_image)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    with engine.output_area(16 * 1024**2) as area:
+        outcome = engine.run(RunSpec(image=image, mounts=(Mount(inputs, "/input"),), command=("true",)), area)
+    assert not outcome.ok and list(inputs.iterdir()) == []
+    assert outcome.error_line(300) == ("The container could not start: the image declares VOLUME /input/planted, "
+                                       "inside /input, which the runner mounts")
