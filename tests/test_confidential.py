@@ -29,9 +29,9 @@ from runner.pullrequests.review import result_comment
 from runner.site import pages
 from runner.site.build import SiteConfig, build_site
 from runner.tree.policy import EVALUATION_FAILED
-from runner.tree.records import Keys
+from runner.tree.records import SEAL_BLOCK, Keys, sealed_path
 from runner.tree.result_model import load_result
-from runner.tree.sealing import identities, new_identity
+from runner.tree.sealing import identities, new_identity, unseal
 from runner.tree.store import Store
 from tests.fake_executor import FAKE_BASE, Behaviour, FakeExecutor
 from tests.helpers import CHALLENGE, PHASE, commit, edit_yaml, write_submission
@@ -214,6 +214,8 @@ def test_the_organizers_key_opens_every_sealed_result(world, repo, capsys):
         whole = capsys.readouterr().out
         assert all(repr(secret(phase, "alice", what)) in whole for what in ("case-0", "hidden", "mean"))
         assert "log-" not in whole  # logs are the participant's (and sealed apart)
+        opened = unseal(sealed_path(record).read_bytes(), identities([world["organizer"].read_text()]), where="")
+        assert len(opened) % SEAL_BLOCK == 0  # its size tells the public its length to the block only
 
 
 def test_each_participant_reads_their_own_logs_and_nobody_elses(world, repo, capsys):

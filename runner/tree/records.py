@@ -35,6 +35,7 @@ from runner.tree.signing import SigningKey, canonical
 
 GITHUB = "github:"
 SEALED, LOGS = ".sealed.age", ".logs.age"
+SEAL_BLOCK = 256  # `padded`: bytes; the most a participant who can align their record learns is about a bit
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,16 @@ def write_sealed(public: Path, result: Result, *, challenge: Challenge, keys: Ke
     if not everyone:
         return
     whole = signed(result.without_logs(), signer)
-    write_atomic(sealed_path(public), seal(whole.to_json().encode(), everyone))
+    write_atomic(sealed_path(public), seal(padded(whole.to_json().encode()), everyone))
     if result.logs and (readers := log_readers(challenge, keys, participants)):
-        write_atomic(logs_path(public), seal(json.dumps(result.logs, indent=2).encode(), readers))
+        write_atomic(logs_path(public), seal(padded(json.dumps(result.logs, indent=2).encode()), readers))
+
+
+def padded(document: bytes) -> bytes:
+    """A JSON document with trailing spaces up to a whole SEAL_BLOCK: a sealed file's size then tells the
+    public its plaintext's length only to the block, not to the byte (a blind phase's per-case values, each
+    0.0 or a long float as the ground truth has it, would show in it). Readers skip the spaces as JSON does."""
+    return document + b" " * (-len(document) % SEAL_BLOCK)
 
 
 def log_readers(challenge: Challenge, keys: Keys, participants: list[str]) -> list[Recipient]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from runner.tree.records import SEAL_BLOCK, padded
 from runner.tree.sealing import (
     SealError,
     identity,
@@ -51,3 +53,15 @@ def test_a_bad_recipient_is_one_line_naming_where(text, message):
 def test_sealing_to_nobody_is_refused():
     with pytest.raises(SealError, match="nobody to seal to"):
         seal(b"x", [])
+
+
+
+def test_a_sealed_records_length_shows_only_to_the_block():
+    """A blind phase's per-case value, 0.0 or a long float as the ground truth has it, no longer shows in the size
+    of the sealed file every reader of the repository sees (age adds random bytes of its own besides)."""
+    def document(value: float) -> bytes:
+        return json.dumps({"metrics": {"case": {"c1": {"dice": value}}}, "title": "x" * 200}).encode()
+
+    short, long = padded(document(0.0)), padded(document(0.123456789012345))
+    assert len(short) == len(long) and len(short) % SEAL_BLOCK == 0
+    assert json.loads(long) == json.loads(document(0.123456789012345))
