@@ -166,17 +166,24 @@ class DockerOutputArea:
 
     def empty(self) -> bool:
         """Empty it now: what a run may leave (a folder without write permission, a FIFO) is made
-        writable first. False if the keeper could not, or cannot be asked (then the area must be
-        replaced). The keeper's agent does it; what it cannot (paths past the kernel's limit), a shell does."""
+        writable first, and /output itself reset (its mode, attributes and times). False if the keeper
+        could not, or cannot be asked (then the area must be replaced). The keeper's agent does it; what
+        it cannot (paths past the kernel's limit), a shell does, and then the agent is asked again."""
         try:
             refused = self.channel.ask("empty").finish()
+            if refused and self._shell_emptied():
+                # The shell leaves /output's attributes as they are: only the agent resets and checks them.
+                refused = self.channel.ask("empty").finish()
         except KeeperGone:
             return False
-        if refused:
-            with engine_errors("clearing /output"):
-                refused = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user).exit_code != 0
         self.dirty = bool(refused)
         return not self.dirty
+
+    def _shell_emptied(self) -> bool:
+        """Whether EMPTY_OUTPUT, run in the keeper as the area's user, left /output without entries."""
+        with engine_errors("clearing /output"):
+            exit_code: int = self.keeper.exec_run(["sh", "-c", EMPTY_OUTPUT], user=self.user).exit_code
+        return exit_code == 0
 
     def prepare(self) -> None:
         """Make it empty for a run: what an earlier run left is removed; an area that cannot be

@@ -2,9 +2,9 @@
 
 It holds the area's volume mounted while participants' containers come and go, and answers the
 runner on its attached stdin and stdout: a line `collect` is answered with /output as a tar stream,
-a line `empty` empties it for the next run. Docker's archive endpoint and an exec did the same at
-about 50 ms a call (the engine starts a process inside the container for each); this answers in
-about 2 ms.
+a line `empty` empties it for the next run, /output itself reset as its volume was made. Docker's
+archive endpoint and an exec did the same at about 50 ms a call (the engine starts a process inside
+the container for each); this answers in about 2 ms.
 
 It runs as the area's user in the trusted base image, never the participant's code, and it only
 describes what it finds: links, FIFOs and sockets go into the tar as such, without being followed or
@@ -128,16 +128,30 @@ def collect(out: BinaryIO, root: str) -> None:
 
 
 def empty(out: BinaryIO, root: str) -> None:
-    """Everything under `root` removed, folders a participant closed (chmod 0) opened first, each folder
-    removed as soon as it is empty. Paths past the kernel's limit fail here; the runner then empties
-    the area its slower way, or replaces it."""
-    os.chmod(root, stat.S_IRWXU)  # /output itself too: its volume was made 0700
+    """`root` itself reset (`reset`), then everything under it removed, folders a participant closed
+    (chmod 0) opened first, each folder removed as soon as it is empty. Paths past the kernel's limit
+    fail here; the runner then empties the area its slower way, or replaces it."""
+    reset(root)  # first: done even where the walk below fails and the shell takes over
     for folder in depth_first(root, "", opened_or_removed):
         if folder != root:
             os.rmdir(folder)
     with os.scandir(root) as left:  # removing while reading a folder may skip entries: then the shell's turn
         if next(left, None) is not None:
             raise OSError(errno.ENOTEMPTY, "not emptied in one pass", root)
+
+
+def reset(root: str) -> None:
+    """`root` as its volume was made: mode 0700, no extended attributes, its times now. A default ACL left
+    there would take the next run's permissions on the folders it makes; user.* attributes would pass
+    data to it outside the area's size, held in kernel memory while the area waits in its pool. An
+    attribute the keeper may not remove refuses the empty: the area is then replaced."""
+    os.chmod(root, stat.S_IRWXU)  # first: a folder's user.* attributes are removed only with write permission
+    for name in os.listxattr(root):  # the ACLs too: system.posix_acl_access and system.posix_acl_default
+        os.removexattr(root, name)
+    left = os.listxattr(root)
+    if left:
+        raise OSError(errno.EPERM, "attributes left that the keeper may not remove: " + ", ".join(left)[:200], root)
+    os.utime(root)
 
 
 def opened_or_removed(child: os.DirEntry[str], name: str) -> bool:

@@ -5,10 +5,13 @@ pair that frames its stdout as the engine does; test_jam runs it inside real kee
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import stat
+import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -195,6 +198,40 @@ def test_empty_opens_closed_folders_and_leaves_the_area_as_made(channel, tmp_pat
     assert (tmp_path / "elsewhere" / "kept.txt").read_text() == "z"  # a link is removed, not followed
 
 
+# A default ACL u::---,g::---,o::--- in the kernel's form: a version, then (tag, permissions, id) entries.
+NO_PERMISSION = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, 0, 0xFFFFFFFF) for tag in (0x01, 0x04, 0x20))
+
+
+def test_empty_takes_off_what_a_run_left_on_output_itself(channel):
+    chan, root = channel
+    os.setxattr(root, "system.posix_acl_default", NO_PERMISSION)
+    os.setxattr(root, "user.note", b"for the next run")
+    os.utime(root, (4_000_000_000, 1))
+    assert chan.ask("empty").finish() == ""
+    assert os.listxattr(root) == [] and stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert abs(time.time() - root.stat().st_mtime) < 60 and abs(time.time() - root.stat().st_atime) < 60
+
+
+def stays(path, name):  # removed without a word, yet still there
+    pass
+
+
+def not_permitted(path, name):  # as an LSM's label (security.selinux): not even its owner may remove it
+    raise PermissionError(13, "Permission denied", str(path))
+
+
+@pytest.mark.parametrize("removexattr, reason", [
+    (stays, "attributes left that the keeper may not remove: user.kept"),
+    (not_permitted, "[Errno 13] Permission denied"),
+])
+def test_an_attribute_the_agent_cannot_remove_refuses_the_empty(channel, monkeypatch, removexattr, reason):
+    chan, root = channel
+    os.setxattr(root, "user.kept", b"x")
+    monkeypatch.setattr(keeper_agent.os, "removexattr", removexattr)
+    assert reason in chan.ask("empty").finish()
+    assert chan.usable
+
+
 def test_a_keeper_that_dies_mid_answer_is_gone_with_its_last_words(tmp_path):
     ours, theirs = socket.socketpair()
     theirs.sendall(b"\1\0\0\0\0\0\0\5d\0\0\4\0")  # a data frame of 1024 bytes announced, none sent
@@ -258,6 +295,69 @@ def test_the_agent_itself_reads_and_empties_what_its_writer_closed(engine, behav
         target.mkdir()
         assert area.collect(target) == 1 and (target / "notes" / "run.txt").read_text() == "x"
         assert area.channel.ask("empty").finish() == ""
+
+
+AREA = 8 * 1024**2  # a size no other test's areas have: each test below gets back its own area from the pool
+
+
+def left_by(engine, image: str) -> tuple[str, list[str]]:
+    """The volume of the area a run of `image` wrote into, and what the run printed; the area is back
+    in the pool, emptied."""
+    with engine.output_area(AREA) as area:
+        outcome = engine.run(RunSpec(image=image), area)
+        assert outcome.ok, outcome.stderr_tail
+        volume = area.volume.name
+    engine.drain()
+    return volume, outcome.stdout_tail
+
+
+def found_by_the_next_run(engine, behave, volume: str) -> dict[str, object]:
+    """What a run (mode read-output) into that same area finds of /output itself; it has written a nested folder."""
+    with engine.output_area(AREA) as area:
+        assert area.volume.name == volume  # emptied and pooled, not replaced
+        outcome = engine.run(RunSpec(image=behave("read-output")), area)
+    assert outcome.ok, outcome.stderr_tail
+    return json.loads(outcome.stdout_tail[-1])
+
+
+AS_MADE = {"attributes": [], "mode": "0o700", "times_now": True}
+
+
+@pytest.mark.docker
+def test_a_default_acl_left_on_output_is_not_the_next_runs(engine, behave):
+    """A default ACL without permissions on /output: the next submission given the area could not write
+    into the folders it makes, a failure recorded as its own."""
+    volume, _ = left_by(engine, behave("acl-on-output"))
+    assert found_by_the_next_run(engine, behave, volume) == AS_MADE
+
+
+@pytest.mark.docker
+def test_user_attributes_left_on_output_are_not_the_next_runs(engine, behave):
+    """user.* attributes on /output: data for the next submission, outside the area's size."""
+    volume, said = left_by(engine, behave("attribute-on-output"))
+    if said == ["user attributes refused"]:  # the run checks first, before any other step
+        pytest.skip("this kernel's tmpfs keeps no user.* attributes (Linux 6.6 or later does)")
+    assert found_by_the_next_run(engine, behave, volume) == AS_MADE
+
+
+@pytest.mark.docker
+def test_what_a_run_left_on_output_itself_goes_when_the_shell_empties_its_tree(engine, behave):
+    """The agent cannot empty a tree past the kernel's limit, the shell does: /output itself is reset all the same."""
+    volume, _ = left_by(engine, behave("deep-tree-and-acl-on-output"))
+    assert found_by_the_next_run(engine, behave, volume) == AS_MADE
+
+
+@pytest.mark.docker
+def test_an_attribute_the_keeper_may_not_remove_has_its_area_replaced(engine, docker_client, base_image):
+    """A security.* attribute, which only CAP_SYS_ADMIN may set or remove (a stand-in for an LSM's label)."""
+    set_attribute = "import os; os.setxattr('/output', 'security.kept', b'x')"
+    with engine.output_area(AREA) as area:
+        volume = area.volume.name
+        docker_client.containers.run(base_image, ["python3", "-c", set_attribute], entrypoint=[], user="0",
+                                     cap_add=["SYS_ADMIN"], network_mode="none", volumes=area.mount(), remove=True)
+        assert not area.empty() and area.dirty
+        area.prepare()
+        assert area.volume.name != volume and not area.dirty
 
 
 def test_the_pool_keeps_a_few_areas_not_one_per_user_ever_run(engine, docker_client):

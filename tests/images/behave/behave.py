@@ -1,12 +1,36 @@
 """Test containers that misbehave in one chosen way (MODE), as hostile or broken submissions do."""
 
+import errno
+import json
 import os
 import socket
+import stat
+import struct
 import sys
 import time
 from pathlib import Path
 
 MODE = os.environ["MODE"]
+
+
+def deep_tree() -> None:
+    """Folders nested past PATH_MAX, made one level at a time."""
+    os.chdir("/output")
+    for _ in range(50):
+        os.mkdir("d" * 100)
+        os.chdir("d" * 100)
+
+
+def acl_on_output() -> None:
+    """What `setfacl -d -m u::---,g::---,o::--- /output` leaves (the image has no setfacl): folders made in
+    /output get no permission at all. Also its mode opened, and its times set: its access time ahead, so
+    that reading /output does not update it."""
+    os.chmod("/output", 0o777)
+    entries = [(0x01, 0), (0x04, 0), (0x20, 0)]  # ACL_USER_OBJ, ACL_GROUP_OBJ, ACL_OTHER; no permission
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, 0xFFFFFFFF) for tag, perm in entries)
+    os.setxattr("/output", "system.posix_acl_default", acl)
+    os.utime("/output", (4_000_000_000, 1))
+
 
 if MODE == "network":
     socket.create_connection(("1.1.1.1", 443), timeout=5)
@@ -86,11 +110,27 @@ elif MODE == "unreadable":  # good outputs, each made unreadable, and a folder n
     notes.mkdir()
     (notes / "run.txt").write_text("x")
     notes.chmod(0)
-elif MODE == "deep-tree":  # folders nested past PATH_MAX, made one level at a time
-    os.chdir("/output")
-    for _ in range(50):
-        os.mkdir("d" * 100)
-        os.chdir("d" * 100)
+elif MODE == "deep-tree":
+    deep_tree()
+elif MODE == "acl-on-output":
+    acl_on_output()
+elif MODE == "deep-tree-and-acl-on-output":  # the tree for the shell to empty, /output itself for the keeper
+    deep_tree()
+    acl_on_output()
+elif MODE == "attribute-on-output":  # data for the next run, past /output's size (tmpfs keeps user.* from Linux 6.6)
+    try:
+        os.setxattr("/output", "user.note", b"case-001 " * 1000)
+    except OSError as exc:
+        if exc.errno != errno.EOPNOTSUPP:
+            raise
+        print("user attributes refused")
+elif MODE == "read-output":  # what a run finds of /output itself; then a folder in a folder, written into
+    found = os.stat("/output")
+    now = time.time()
+    print(json.dumps({"attributes": os.listxattr("/output"), "mode": oct(stat.S_IMODE(found.st_mode)),
+                      "times_now": all(abs(now - t) < 3600 for t in (found.st_atime, found.st_mtime))}))
+    os.makedirs("/output/images/segmentation")
+    Path("/output/images/segmentation/output.mha").write_bytes(b"prediction")
 elif MODE in ("deep-metrics", "huge-int-metrics", "good-metrics"):  # the algorithm writes the metrics
     text = {"deep-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "x": ' + "[" * 900 + "]" * 900 + "}",
             "huge-int-metrics": '{"aggregates": {"dice": {"mean": 0.5}}, "n": ' + "7" * 5000 + "}",
