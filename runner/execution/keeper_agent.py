@@ -141,17 +141,23 @@ def empty(out: BinaryIO, root: str) -> None:
 
 
 def reset(root: str) -> None:
-    """`root` as its volume was made: mode 0700, no extended attributes, its times now. A default ACL left
-    there would take the next run's permissions on the folders it makes; user.* attributes would pass
-    data to it outside the area's size, held in kernel memory while the area waits in its pool. An
-    attribute the keeper may not remove refuses the empty: the area is then replaced."""
+    """`root` as its volume was made: mode 0700, no extended attribute a run may set, its times now. A
+    default ACL left there would take the next run's permissions on the folders it makes; user.*
+    attributes would pass data to it outside the area's size, held in kernel memory while the area waits
+    in its pool. An attribute the keeper may not remove refuses the empty: the area is then replaced."""
     os.chmod(root, stat.S_IRWXU)  # first: a folder's user.* attributes are removed only with write permission
-    for name in os.listxattr(root):  # the ACLs too: system.posix_acl_access and system.posix_acl_default
+    for name in settable(root):  # the ACLs too: system.posix_acl_access and system.posix_acl_default
         os.removexattr(root, name)
-    left = os.listxattr(root)
+    left = settable(root)
     if left:
         raise OSError(errno.EPERM, "attributes left that the keeper may not remove: " + ", ".join(left)[:200], root)
     os.utime(root)
+
+
+def settable(path: str) -> list[str]:
+    """The extended attributes of `path` that a run could have set: user.* and system.* (ACLs). security.* and
+    trusted.* need capabilities no run has, and a security module labels every file with one (SELinux's)."""
+    return [name for name in os.listxattr(path) if name.startswith(("user.", "system."))]
 
 
 def opened_or_removed(child: os.DirEntry[str], name: str) -> bool:
