@@ -62,6 +62,7 @@ SPECIAL_WORDS = {"mlcube": "MLCube"}
 WORD = re.compile(r"[^\W_]+")
 # What a page's words are not: HTML tags, JSON-LD, link targets and addresses.
 MARKUP = re.compile(r"<script.*?</script>|<[^>]*>|\]\([^)]*\)|https?://\S+", re.DOTALL)
+MAX_SLUG = 80  # characters of a `slugify` name
 WEB = re.compile(r"https?://", re.IGNORECASE)  # the only links a catalog file may give readers
 LONGEST_WORD = 40  # longer "words" are hashes and data, not what readers search for
 MAX_PAGE_WORDS = 5000  # per challenge, so one huge page cannot bloat every reader's download
@@ -103,10 +104,14 @@ def export(entry: CatalogEntry) -> dict[str, Any]:
 
 def slugify(text: str) -> str:
     """A kebab-case name for URLs and the query string ('Sage Bionetworks' -> 'sage-bionetworks');
-    text with no letter or digit in ASCII gets a name from its hash."""
+    text with no letter or digit in ASCII gets a name from its hash, and a long one is cut and ends in it
+    (an organization's page is a file named by it: a name past the file system's 255 bytes stopped builds)."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
-    return slug or "x-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    if len(slug) > MAX_SLUG:
+        return f"{slug[:MAX_SLUG - 9].rstrip('-')}-{digest}"
+    return slug or "x-" + digest
 
 
 def words(text: str) -> list[str]:

@@ -19,6 +19,7 @@ import datetime as dt
 import functools
 import hashlib
 import pickle
+import re
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -37,6 +38,9 @@ from runner.tree.result_model import Result, parse_time, scored_document
 from runner.tree.store import Store
 
 ATOM = "http://www.w3.org/2005/Atom"
+# What XML 1.0 cannot hold (control characters, surrogates, U+FFFE/FFFF): one in a challenge's text made the
+# whole feed "not well-formed" for every reader.
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 FEEDS = "feeds"
 MAX_ENTRIES = 50
 SOON = dt.timedelta(days=14)
@@ -225,7 +229,7 @@ def atom(feed: Feed, *, site_url: str | None, now: dt.datetime) -> bytes:
 def _element(parent: ET.Element | None, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
     name = f"{{{ATOM}}}{tag}"
     node = ET.Element(name, attributes) if parent is None else ET.SubElement(parent, name, attributes)
-    node.text = text
+    node.text = None if text is None else NOT_XML.sub("", text)
     return node
 
 

@@ -135,7 +135,7 @@ class Organization:
     __pydantic_config__: ClassVar[ConfigDict] = STRICT
     name: Annotated[Text, meta("The organization's name.")]
     role: Annotated[Role, meta("What it does for the challenge.")] = "challenge_organizer"
-    url: Annotated[Text | None, meta("Its website.")] = None
+    url: Annotated[Url | None, meta("Its website.")] = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ class Challenge:
                                              "challenge hosted elsewhere, where the catalog links.")] = None
     doi: Annotated[Text | None, meta("A DOI of the challenge's design or results paper.")] = None
     organizations: Annotated[tuple[Organization, ...], meta("Who organizes, contributes data or sponsors.")] = ()
-    data_url: Annotated[Text | None, meta("Where the public training data can be downloaded.")] = None
+    data_url: Annotated[Url | None, meta("Where the public training data can be downloaded.")] = None
     data: Annotated[tuple[Dataset, ...], meta(
         "The data sets participants may download, shown on the challenge page (`challenge data download`).")] = ()
     registration: Annotated[RegistrationMode, meta(

@@ -386,3 +386,29 @@ def test_built_catalog_keeps_its_scripts_and_links(catalog_repo, builder):
 
 def test_strict_build_of_the_catalog_has_no_broken_links(catalog_repo):
     assert main(["--root", str(catalog_repo), "build", "--strict"]) == 0
+
+
+def test_a_listing_cannot_break_the_build_nor_the_feeds_nor_link_to_script(repo):
+    """What anyone may propose in a listing: an organization's name longer than a file name may be, a control
+    character in a headline (the whole feed was not well-formed XML), a javascript: address."""
+    folder = repo / "challenges" / "listed"
+    folder.mkdir()
+    path = folder / "challenge.yml"
+    name = "Lab " * 80
+    listing = {"name": "Listed", "headline": "bell\x07 and \ufffe in the headline", "platform": "kaggle",
+               "website_url": "https://example.org/c", "organizations": [{"name": name, "url": "https://example.org"}]}
+    path.write_text(yaml.safe_dump(listing))
+    assert check(Store(repo)).ok
+    stage = stage_of(repo, now=NOW)
+    page = stage / "organizations" / f"{catalog.slugify(name)}.md"
+    assert page.is_file() and len(page.name) < 100
+    feed = parse_feed(stage / "feeds" / "challenges.xml")
+    summaries = [e.find(f"{A}summary").text for e in feed.findall(f"{A}entry")]
+    assert any(s.startswith("bell and  in the headline") for s in summaries)
+    for field in ("url", "data_url"):
+        listing["organizations"][0]["url"] = "https://example.org"
+        listing.pop("data_url", None)
+        (listing["organizations"][0] if field == "url" else listing)[field] = "javascript:alert(1)"
+        path.write_text(yaml.safe_dump(listing))
+        [problem] = check(Store(repo)).problems
+        assert field in str(problem) and "is not a web address" in str(problem)
