@@ -37,6 +37,7 @@ PAYLOADS = {
     "organization": f"Org</title><script>{SCRIPT}</script><img src=x onerror=\"{SCRIPT}\">",
     "phase title": f"Final </title><img src=x onerror=\"{SCRIPT}\">",
     "combined title": f"All </title><img src=x onerror=\"{SCRIPT}\">",  # a title from the navigation alone
+    "score title": f"Dice <img src=x onerror=\"{SCRIPT}\">",  # in the sentence saying how the board ranks
 }
 ORGANIZATION = catalog.slugify(PAYLOADS["organization"])
 
@@ -52,7 +53,8 @@ def built(tmp_path_factory) -> Path:
               supplementary_url=PAYLOADS["link"])
     edit_yaml(phase_file(repo), allow_submission_comments=True, display_submission_comments=True,
               supplementary_url_choice="optional", show_supplementary_url=True,
-              submission_page_markdown=PAYLOADS["submission page"], title=PAYLOADS["phase title"])
+              submission_page_markdown=PAYLOADS["submission page"], title=PAYLOADS["phase title"],
+              score_title=PAYLOADS["score title"])
     edit_yaml(repo / "challenges" / CHALLENGE / "challenge.yml", organizations=[{"name": PAYLOADS["organization"]}],
               combined_leaderboards=[{"slug": "all", "title": PAYLOADS["combined title"],
                                       "phases": [{"phase": PHASE}, {"phase": "new-scanner"}]}])
@@ -96,7 +98,7 @@ def test_participants_text_is_text_on_every_page(page, site_url, where):
     if where == "organization":  # the name, as text, in the tab's title and the page's header
         assert PAYLOADS["organization"] in page.title and PAYLOADS["organization"] in text
     if where == "leaderboard":
-        assert PAYLOADS["phase title"] in page.title
+        assert PAYLOADS["phase title"] in page.title and f"ordered on {PAYLOADS['score title']}" in text
     if where == "combined leaderboard":
         assert PAYLOADS["combined title"] in page.title
     if where == "challenge":
