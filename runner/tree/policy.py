@@ -176,12 +176,11 @@ def public_record(result: Result, phase: Phase, shown: Visibility) -> Result:
                        error=EVALUATION_FAILED if failed_evaluating else result.error)
     if phase.display_all_metrics:
         return result
-    if result.status != "succeeded":
-        return replace(result, error=EVALUATION_FAILED) if failed_evaluating else result
     paths = [c.path for c in phase.columns] + [c.error_path for c in phase.columns if c.error_path]
-    kept = _only(scored_document(result), paths)
-    return replace(result, metrics=kept, algorithm=_image_only(result.algorithm),
+    kept = _only(scored_document(result), paths) if result.metrics is not None else None
+    return replace(result, metrics=kept, algorithm=_image_only(result.algorithm),  # a failure's measurements too
                    evaluation=_image_only(result.evaluation), training=_image_only(result.training),
+                   error=EVALUATION_FAILED if failed_evaluating else result.error,
                    withheld="only the leaderboard's columns are public; the rest is sealed for the organizers")
 
 

@@ -85,6 +85,22 @@ def test_a_training_record_is_withheld_with_the_scores(phase, changes):
     assert shown == replace(training, last_line=None)  # a piece of the logs: never public
 
 
+
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+def test_a_phase_showing_only_its_columns_shows_no_measurement_of_any_result(phase, status):
+    """Time and memory are the runner's measurements, withheld with every value but the columns: of a failed
+    result too (it kept them all)."""
+    algorithm = RunRecord(image="ghcr.io/a/b@sha256:" + "1" * 64, image_id="sha256:" + "2" * 64, wall_time_s=12.5,
+                          peak_memory_bytes=3 * 1024**3)
+    result = Result(challenge=CHALLENGE, phase=PHASE, participant="alice", submission="v1", status=status,
+                    created_at="", started_at="", finished_at="", algorithm=algorithm,
+                    metrics={"aggregates": {"dice": {"mean": 0.5}}} if status == "succeeded" else None,
+                    error=None if status == "succeeded" else "Algorithm failed: The container exited with code 1")
+    shown = phase(display_all_metrics=False)
+    public = public_record(result, shown, visibility(shown, now=NOW))
+    assert public.algorithm == RunRecord(image=algorithm.image, image_id=algorithm.image_id)
+    assert public.withheld and public.error == result.error
+
 @pytest.mark.parametrize(("changes", "public"), [({"blind": True}, False), ({"display_all_metrics": False}, False),
                                                  ({"give_algorithm_editors_job_view_permissions": True}, True),
                                                  ({}, True)])
