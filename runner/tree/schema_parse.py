@@ -191,8 +191,11 @@ _WORDS: dict[str, Callable[[Any, dict[str, Any]], str]] = {
     "less_than": lambda v, c: f"must be less than {c['lt']}, got {v}",
     "string_too_long": lambda v, c: f"is {len(v)} characters long; at most {c['max_length']} allowed",
     "string_too_short": lambda v, c: f"must be at least {c['min_length']} characters",
-    "too_short": lambda v, c: f"needs at least {c['min_length']} entries, got {c['actual_length']}",
-    "too_long": lambda v, c: f"takes at most {c['max_length']} entries, got {c['actual_length']}",
+    # The same, for text whose type runs a check of its own (pydantic then counts its length as any size's).
+    "too_short": lambda v, c: (f"must be at least {c['min_length']} characters" if isinstance(v, str) else
+                               f"needs at least {c['min_length']} entries, got {c['actual_length']}"),
+    "too_long": lambda v, c: (f"is {len(v)} characters long; at most {c['max_length']} allowed" if isinstance(v, str)
+                              else f"takes at most {c['max_length']} entries, got {c['actual_length']}"),
 }
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, PlainValidator, Strict, WithJsonSchema
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
+from runner.errors import HIDDEN
 from runner.tree.jsonpaths import compiled
 from runner.tree.references import SHA256, check_image_ref
 
@@ -159,6 +161,16 @@ def _missing(value: Any) -> str | float:
     raise refuse(f"{shown} neither drop nor a number")
 
 
+def _shown(value: str) -> str:
+    """A participant's text that pages show: no control or invisible character but tabs and line breaks (a
+    bidi override turns a leaderboard cell's text around, a zero-width one hides in it), as the issue form
+    refuses them (`printable`)."""
+    for char in value:
+        if char not in "\t\n" and unicodedata.category(char) in HIDDEN:
+            raise refuse(f"holds the control or invisible character U+{ord(char):04X}; write plain text")
+    return value
+
+
 def _true(value: bool) -> bool:
     if value is not True:
         raise refuse("must be true: registering means accepting the challenge's rules")
@@ -166,6 +178,7 @@ def _true(value: bool) -> bool:
 
 
 Text = Annotated[str, Strict()]
+ShownText = Annotated[str, Strict(), AfterValidator(_shown)]  # a participant's text that pages show
 Bool = Annotated[bool, Strict()]
 Whole = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, ConfigDict, Strict, WithJsonSchema
 from runner.errors import printable
 from runner.tree.model import MAX_COMMENT, STRICT, SUPPLEMENTARY_SUFFIX, HttpsUrl, Url
 from runner.tree.paths import companion_file
-from runner.tree.schema_types import Bool, FileName, Sha256, Slug, SubmittedImage, Text, meta, refuse
+from runner.tree.schema_types import Bool, FileName, Sha256, ShownText, Slug, SubmittedImage, meta, refuse
 
 # --- submissions/<phase>/<participant>/<id>.yml ------------------------------------------------
 
@@ -88,9 +88,9 @@ class SubmissionFields:
         "The algorithm's container image, pinned by digest: registry/name@sha256:<64 hex digits>.")] = None
     image_archive: Annotated[ImageArchive | None, meta(
         "Instead of image: the algorithm as a docker save tarball at a URL, pinned by its sha256.")] = None
-    title: Annotated[Text, meta("A name for this submission on the leaderboard.", max_length=120)] = ""
-    description: Annotated[Text, meta("What this submission does differently.", max_length=2000)] = ""
-    comment: Annotated[Text, meta(
+    title: Annotated[ShownText, meta("A name for this submission on the leaderboard.", max_length=120)] = ""
+    description: Annotated[ShownText, meta("What this submission does differently.", max_length=2000)] = ""
+    comment: Annotated[ShownText, meta(
         "A note on this submission, in a phase with allow_submission_comments; its result page shows it where the "
         "phase sets display_submission_comments.", gc="comment", max_length=MAX_COMMENT)] = ""
     supplementary_url: Annotated[HttpsUrl | None, meta(

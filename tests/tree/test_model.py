@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import html
 import textwrap
+import unicodedata
 from pathlib import Path
 
 import pytest
+import yaml
 
 from runner.cli import main
-from runner.errors import printable
+from runner.errors import HIDDEN, printable
 from runner.site.reference import reference_markdown
 from runner.tree.check import check
 from runner.tree.loading import load_challenge, load_phase, load_submission
@@ -135,6 +137,25 @@ def test_tag_only_submission_is_refused_with_its_line(tree):
     assert (info.value.line, info.value.field) == (2, "image")
     assert "pinned by digest" in info.value.message
 
+
+
+@pytest.mark.parametrize("field, text", [("title", "Best \u202eledom"), ("description", "line one\nzero\u200bwidth"),
+                                         ("title", "a\u2028b")])
+def test_a_submissions_shown_text_holds_no_invisible_character(tree, field, text):
+    """A bidi override turns a leaderboard cell's text around; the issue form refused them, a pull request did not."""
+    path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
+    path.write_text(path.read_text() + yaml.safe_dump({field: text}, allow_unicode=True))
+    with pytest.raises(ModelError) as info:
+        Store(tree).submission(path)
+    bad = next(c for c in text if c not in "\t\n" and unicodedata.category(c) in HIDDEN)
+    assert info.value.field == field and f"invisible character U+{ord(bad):04X}" in info.value.message
+
+
+def test_a_submissions_description_keeps_its_lines_and_tabs(tree):
+    path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
+    path.write_text(path.read_text() + yaml.safe_dump({"description": "Étape 1:\tpré-traitement\nÉtape 2"},
+                                                      allow_unicode=True))
+    assert Store(tree).submission(path).description == "Étape 1:\tpré-traitement\nÉtape 2"
 
 def test_submission_phase_must_match_its_folder(tree):
     path = write_submission(tree, "carol", "v1", "ghcr.io/carol/algo@" + DIGEST)
