@@ -12,13 +12,18 @@ Algorithm containers (one job per case; grand-challenge runs one job per archive
   - outputs are read from /output/<relative_path> per output socket: an image folder must hold
     exactly one image (.mha, .mhd or .tif/.tiff; NIfTI too), a value file must be valid JSON (NaN and
     infinities become null), a file must exist. Messages follow grand-challenge's ("Output file
-    'x.json' was not produced").
+    'x.json' was not produced", "The output file 'x.json' is too large").
+  - value outputs are bounded (JOB_VALUES_MAX_BYTES, VALUES_MAX_BYTES): the runner parses them and
+    writes them into predictions.json, where grand-challenge keeps a value "in the database"; a JSON
+    output too large for that is a file socket (`kind: file`), handed over unread, as grand-challenge
+    stores a large JSON output as a file.
   On the runner, each case of `<data-root>/<challenge>/<phase>/inputs/` is a folder laid out as that
   job's /input (grand-challenge's archive items, as its challenge pack uploads them:
   <case>/images/<name>/<file>, <case>/<name>.json).
 
 Evaluation containers:
-  - /input/predictions.json: a list with one record per algorithm job: pk, inputs, outputs, status
+  - /input/predictions.json: a list with one record per algorithm job (compact JSON, a job a line,
+    written as each job finishes): pk, inputs, outputs, status
     ("Succeeded"), exec_duration (ISO 8601, measured by the runner), started_at and completed_at (ISO
     8601, UTC: when the runner started the job's container and had its outputs), invoke_duration
     (null) and the other serializer fields (url, api_url, algorithm_image, hanging_protocol, ...),
@@ -53,7 +58,9 @@ org.grand-challenge.api-method=invoke); the runner runs containers to completion
 from __future__ import annotations
 
 import json
+import stat
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +72,16 @@ INPUTS = "inputs.json"
 IMAGES = "images"
 IMAGE_SUFFIXES = (".mha", ".mhd", ".tif", ".tiff", ".nii.gz", ".nii")  # grand-challenge: mha, mhd, tiff
 COMPANION_SUFFIXES = (".raw", ".zraw")
-VALUE_MAX_BYTES = 16 * 1024**2
+VALUE_MAX_BYTES = 16 * 1024**2  # one value file, an input's or an output's
+# Value outputs are parsed, held while their job's record is made, and written into predictions.json,
+# so they are bounded by their JSON's bytes (a file's size before it is parsed, its value as written
+# after: escapes and number forms can make that larger than the file). Parsed JSON takes up to ~30
+# times its bytes in Python objects ("[],[],..." is 5 million empty lists), so a job's 16 MiB, the most
+# one file could ever hold, is also the most the runner parses at once. All jobs' together are bounded
+# because the evaluation reads predictions.json whole and the runner's scratch disk holds it: 128 MiB is
+# eight full jobs, or 256 KiB a case over 500 cases; larger JSON belongs in a file socket.
+JOB_VALUES_MAX_BYTES = 16 * 1024**2
+VALUES_MAX_BYTES = 128 * 1024**2
 NAMESPACE = uuid.UUID("5b8a3f5e-6c0d-4d7e-9a51-2f0c8e6d1a42")  # job pks: uuid5 of submission and case
 SUPER_KINDS = {"image": "Image", "value": "Value", "file": "File"}
 KINDS = {"image": "Image", "value": "Anything", "file": "Anything"}
@@ -103,10 +119,98 @@ def _slug(name: str) -> str:
     return "-".join(part for part in "".join(c if c.isalnum() else "-" for c in name.lower()).split("-") if part)
 
 
-def value_records(folder: Path, sockets: list[Socket], *, owner: str, seen_at: str | None) -> list[dict[str, Any]]:
+def value_records(folder: Path, sockets: list[Socket], *, owner: str, seen_at: str | None,
+                  budget: ValueBudget | None = None) -> list[dict[str, Any]]:
     """One value record per socket for what `folder` holds; OutputMissing for what it lacks. `seen_at` is
-    where the container reading the records sees `folder` (None: it does not)."""
-    return [_value(folder, socket, owner=owner, seen_at=seen_at) for socket in sockets]
+    where the container reading the records sees `folder` (None: it does not). With a `budget` (a job's
+    outputs), the value files must fit what is left of it before any is parsed, and their values as
+    written after; the budget is then spent."""
+    if budget is None:  # a job's inputs: the organizers' hidden data, bounded a file at a time
+        return [_value(folder, socket, owner=owner, seen_at=seen_at) for socket in sockets]
+    share = budget.share()
+    share.fits_files(folder, [socket for socket in sockets if kind_of(socket) == "value"])
+    records = [_value(folder, socket, owner=owner, seen_at=seen_at) for socket in sockets]
+    budget.spent += share.fits_values([(socket.relative_path, record["value"]) for socket, record
+                                       in zip(sockets, records, strict=True) if kind_of(socket) == "value"])
+    return records
+
+
+@dataclass
+class ValueBudget:
+    """The bytes of JSON value outputs may take in predictions.json: a job's at most JOB_VALUES_MAX_BYTES,
+    a submission's at most VALUES_MAX_BYTES (`spent` by its jobs so far). One budget per submission
+    where predictions.json keeps the values; one per job where nothing keeps them past it."""
+
+    spent: int = 0
+
+    def share(self) -> _Share:
+        """What the next job may take, and the limit that bounds it, in words for the participant."""
+        left = VALUES_MAX_BYTES - self.spent
+        if left >= JOB_VALUES_MAX_BYTES:
+            return _Share(JOB_VALUES_MAX_BYTES, f"one job's value outputs may hold {_mib(JOB_VALUES_MAX_BYTES)}")
+        return _Share(left, f"all jobs' value outputs may hold {_mib(VALUES_MAX_BYTES)}")
+
+
+@dataclass(frozen=True)
+class _Share:
+    """One job's part of a ValueBudget: `allowed` bytes of JSON, bounded by the limit `words` name."""
+
+    allowed: int
+    words: str
+
+    def fits_files(self, folder: Path, sockets: list[Socket]) -> None:
+        """The value files' sizes, before any is parsed: the first past the share is refused unread."""
+        total = 0
+        for socket in sockets:
+            total += _file_size(folder / socket.relative_path)
+            self._within(total, socket.relative_path)
+
+    def fits_values(self, values: list[tuple[str, Any]]) -> int:
+        """The bytes the values (by relative path) take as written (compact JSON), checked one by one."""
+        total = 0
+        for relative, value in values:
+            total += len(compact(value))
+            self._within(total, relative)
+        return total
+
+    def _within(self, total: int, relative: str) -> None:
+        if total > self.allowed:
+            raise OutputMissing(f"The output file {relative!r} is too large ({self.words} of JSON in all)")
+
+
+def _file_size(path: Path) -> int:
+    """A regular file's size; 0 for anything else (missing, a link, a folder: refused when it is read)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024**2:g} MiB"
+
+
+def compact(value: Any) -> str:
+    """JSON as predictions.json holds it, and as ValueBudget counts it: no indent, no spaces."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+class PredictionsFile:
+    """predictions.json written a job at a time, each record a line of compact JSON: the runner holds one
+    job's values at once, never every job's, nor one string of them all."""
+
+    def __init__(self, path: Path):
+        self.path, self.jobs = path, 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        with self.path.open("a" if self.jobs else "w", encoding="utf-8") as out:
+            out.write(("[\n" if not self.jobs else ",\n") + compact(record))
+        self.jobs += 1
+
+    def close(self) -> None:
+        with self.path.open("a" if self.jobs else "w", encoding="utf-8") as out:
+            out.write("\n]\n" if self.jobs else "[]\n")
 
 
 def _value(folder: Path, socket: Socket, *, owner: str, seen_at: str | None) -> dict[str, Any]:

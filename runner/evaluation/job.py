@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import shutil
 import tempfile
@@ -191,7 +190,8 @@ class Job:
         self.cache = config.output_cache()
         self.runs: dict[str, RunRecord] = {}
         self.logs: dict[str, str] = {}
-        self.jobs: list[dict[str, Any]] = []  # predictions.json, in grand-challenge's layout
+        self.jobs = gc.PredictionsFile(self.predictions / gc.PREDICTIONS)  # grand-challenge's evaluation layout
+        self.values = gc.ValueBudget()  # what the value outputs in it may still take
         self.metrics: dict[str, Any] | None = None
         self.error: str | None = None
         self.gpu: str | None = None  # what a GPU phase's algorithm got: its GPU(s), or the CPU fallback
@@ -246,7 +246,7 @@ class Job:
             if run.name is not None:
                 self.on_case(run.name, index, len(runs), measured[run.name])
         if self.phase.evaluation_interface == "grand-challenge":
-            (self.predictions / gc.PREDICTIONS).write_text(json.dumps(self.jobs, indent=2))
+            self.jobs.close()
         return self._fold(ref, image_id, measured)
 
     def _train(self, image_id: str) -> RunRecord:
@@ -350,12 +350,14 @@ class Job:
         /input/<job pk>/output/ with a predictions.json entry (grand-challenge's evaluation layout)."""
         gc_algorithm, gc_evaluation = (interface == "grand-challenge" for interface in (
             self.phase.algorithm_interface, self.phase.evaluation_interface))
-        outputs = self._gc_outputs(run, produced) if gc_algorithm or gc_evaluation else []
+        # Values predictions.json keeps count against the submission's budget; others only against their job's.
+        budget = self.values if gc_evaluation else gc.ValueBudget()
+        outputs = self._gc_outputs(run, produced, budget) if gc_algorithm or gc_evaluation else []
         if gc_evaluation:
             shutil.copytree(produced, self.predictions / gc.job_outputs(run.pk), dirs_exist_ok=True)
-            self.jobs.append(gc.job_record(pk=run.pk, image=self.ref, inputs=self._gc_inputs(run), outputs=outputs,
-                                           wall_time_s=measured.get("wall_time_s"), started_at=started_at,
-                                           completed_at=_now().isoformat()))
+            self.jobs.add(gc.job_record(pk=run.pk, image=self.ref, inputs=self._gc_inputs(run), outputs=outputs,
+                                        wall_time_s=measured.get("wall_time_s"), started_at=started_at,
+                                        completed_at=_now().isoformat()))
         elif gc_algorithm:
             shutil.copytree(produced, self.predictions / (run.name or "batch"), dirs_exist_ok=True)
         else:  # every run's outputs in one folder
@@ -364,11 +366,11 @@ class Job:
                                         "one run's outputs and a folder in another's")
             shutil.copytree(produced, self.predictions, dirs_exist_ok=True)
 
-    def _gc_outputs(self, run: Run, produced: Path) -> list[dict[str, Any]]:
+    def _gc_outputs(self, run: Run, produced: Path, budget: gc.ValueBudget) -> list[dict[str, Any]]:
         declared = self.phase.algorithm_outputs if self.phase.algorithm_interface == "grand-challenge" else ()
         try:
             return gc.value_records(produced, gc.sockets_in(produced, declared), owner=gc.job_outputs(run.pk),
-                                    seen_at=f"/input/{gc.job_outputs(run.pk)}")
+                                    seen_at=f"/input/{gc.job_outputs(run.pk)}", budget=budget)
         except gc.OutputMissing as exc:
             raise SubmissionFailure(f"Algorithm output refused{_on(run)}: {exc}") from None
 

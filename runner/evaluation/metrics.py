@@ -13,12 +13,14 @@ import json
 import math
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 METRICS_MAX_BYTES = 16 * 1024**2
 MAX_DEPTH = 32  # metrics.json is {"case": {case: {metric: {stat: value}}}, ...}: a handful of levels
 MAX_DIGITS = 30  # wider than any count or identifier a metric holds; longer is a number no float keeps
+_DONE = object()  # the end of a level, in _checked_depth
 
 
 class UnreadableJson(ValueError):
@@ -39,12 +41,13 @@ def read_json(path: Path, *, name: str, max_bytes: int = METRICS_MAX_BYTES) -> A
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as handle:
         text = handle.read().decode("utf-8", errors="replace")
-    return _finite(_checked_depth(_parse(text, Path(name).name), Path(name).name))
+    return _checked_depth(_parse(text, Path(name).name), Path(name).name)
 
 
 def _parse(text: str, name: str) -> Any:
     try:
-        return json.loads(text, parse_constant=lambda _: None, parse_int=lambda digits: _integer(digits, name))
+        return json.loads(text, parse_constant=lambda _: None, parse_float=_finite,
+                          parse_int=lambda digits: _integer(digits, name))
     except json.JSONDecodeError as exc:
         raise UnreadableJson(f"{name} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
     except RecursionError:
@@ -58,26 +61,26 @@ def _integer(digits: str, name: str) -> int:
 
 
 def _checked_depth(value: Any, name: str) -> Any:
-    """`value` if no container in it is nested deeper than MAX_DEPTH (checked without recursion)."""
-    pending = [(value, 1)]
+    """`value` if no container in it is nested deeper than MAX_DEPTH (checked without recursion). The walk
+    keeps one iterator per level it is in, never a list of every element: a flat list of millions
+    of numbers (16 MiB of "0,") costs no more to check than to hold."""
+    pending: list[Iterator[Any]] = [iter((value,))]
     while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth > MAX_DEPTH:
+        item = next(pending[-1], _DONE)
+        if item is _DONE:
+            pending.pop()
+        elif isinstance(item, dict | list):
+            if len(pending) > MAX_DEPTH:
                 raise UnreadableJson(f"{name} is nested more than {MAX_DEPTH} levels deep")
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
+            pending.append(iter(item.values() if isinstance(item, dict) else item))
     return value
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+def _finite(digits: str) -> float | None:
+    """A JSON number with a fraction or exponent; one past a float's range (1e400) is null, as NaN is.
+    Done while parsing, so no second copy of the value is built to replace them."""
+    number = float(digits)
+    return number if math.isfinite(number) else None
 
 
 def read_metrics(folder: Path) -> dict[str, Any]:

@@ -158,7 +158,8 @@ class Socket:
         "Where it sits under /input or /output: images/<name> (a folder holding one image) for images, "
         "<name>.json for values, any other name for files.", gc="relative_path")]
     kind: Annotated[SocketKind | None, meta(
-        "image, value (JSON) or file. Unset: image under images/, value for *.json, file otherwise.",
+        "image, value (JSON, parsed into predictions.json: a large JSON output is better a file) or file. "
+        "Unset: image under images/, value for *.json, file otherwise.",
         gc="super_kind")] = None
 
 

@@ -829,6 +829,85 @@ def test_declared_grand_challenge_outputs_are_checked_after_each_run(repo, fake,
     assert result.algorithm.wall_time_s == 3.0 and result.algorithm.exit_code == 0 and len(fake.runs) == 1
 
 
+def gc_phase(repo: Path, *, evaluation: bool = True) -> None:
+    """grand-challenge's algorithm interface, and its evaluation interface unless `evaluation` is False; the
+    sockets read from what each job wrote."""
+    phase_file(repo).write_text(phase_file(repo).read_text() + "algorithm_interface: grand-challenge\n" + (
+        "evaluation_interface: grand-challenge\n" if evaluation else ""))
+
+
+def shown_predictions(seen: list[str]) -> Behaviour:
+    """An evaluation that keeps predictions.json's text in `seen`."""
+    def write(inputs: Mapping[str, Path], output: Path) -> None:
+        seen.append((inputs["/input"] / "predictions.json").read_text())
+        (output / "metrics.json").write_text('{"aggregates": {"dice": {"mean": 1}}}')
+    return Behaviour(write=write)
+
+
+def test_value_outputs_reach_predictions_json_as_compact_lines(repo, fake, config, data_root):
+    gc_cases(data_root)
+    gc_phase(repo)
+    value = {"boxes": [[[1.5, float("nan"), 10**20]] * 3] * 2, "name": "é 😀", "deep": [[[[[[[[["x"]]]]]]]]]}
+    expected = {**value, "boxes": [[[1.5, None, 10**20]] * 3] * 2}  # NaN is null, as grand-challenge stores it
+    seen: list[str] = []
+    fake.add_image(EVALUATION, shown_predictions(seen))
+    submit(repo, fake, Behaviour(files={"found.json": json.dumps(value, indent=4)}))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).status == "succeeded", result_of(repo).error
+    jobs = json.loads(seen[0])
+    values = [next(o["value"] for o in job["outputs"] if o["socket"]["slug"] == "found") for job in jobs]
+    assert values == [expected] * 3
+    assert len(seen[0].splitlines()) == 2 + len(jobs)  # one compact line a job, not one a number
+
+
+@pytest.mark.parametrize("evaluation", [True, False], ids=["grand-challenge evaluation", "runner evaluation"])
+def test_value_outputs_past_a_jobs_limit_are_refused_before_any_is_parsed(repo, fake, config, data_root, evaluation):
+    gc_cases(data_root)
+    gc_phase(repo, evaluation=evaluation)
+    broken = b"[" + b"0," * (5 * MiB)  # 10 MiB that parsing would take seconds to find unfinished
+    fine = b'"' + b"x" * (7 * MiB) + b'"'
+    submit(repo, fake, Behaviour(files={"a.json": broken, "b.json": fine}, wall_time_s=2.0))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error == ("Algorithm output refused on case case-000: The output file 'b.json' is too large "
+                            "(one job's value outputs may hold 16 MiB of JSON in all)")
+    assert result.algorithm.wall_time_s == 2.0 and len(fake.runs) == 1
+
+
+def test_a_value_is_counted_as_written_not_as_its_file(repo, fake, config, data_root):
+    """6 MiB of "é" in a file is 18 MiB as predictions.json writes it (\\u00e9): what is written is bounded."""
+    gc_cases(data_root)
+    gc_phase(repo)
+    submit(repo, fake, Behaviour(files={"name.json": '"' + "é" * (3 * MiB) + '"'}))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).error == ("Algorithm output refused on case case-000: The output file 'name.json' is too "
+                                     "large (one job's value outputs may hold 16 MiB of JSON in all)")
+
+
+def test_value_outputs_past_a_submissions_limit_fail_the_job_that_goes_over(repo, fake, config, data_root,
+                                                                            monkeypatch):
+    monkeypatch.setattr("runner.evaluation.grand_challenge.VALUES_MAX_BYTES", 1 * MiB)
+    gc_cases(data_root)
+    gc_phase(repo)
+    submit(repo, fake, Behaviour(files={"found.json": json.dumps(["x" * 400 * 1024])}))
+    evaluate_all(repo, fake, config)
+    result = result_of(repo)
+    assert result.error == ("Algorithm output refused on case case-002: The output file 'found.json' is too large "
+                            "(all jobs' value outputs may hold 1 MiB of JSON in all)")
+    assert sorted(result.algorithm.cases) == ["case-000", "case-001", "case-002"]
+
+
+def test_values_a_runner_evaluation_reads_from_files_count_against_their_job_alone(repo, fake, config, data_root,
+                                                                                   monkeypatch):
+    monkeypatch.setattr("runner.evaluation.grand_challenge.VALUES_MAX_BYTES", 1 * MiB)
+    gc_cases(data_root)
+    gc_phase(repo, evaluation=False)
+    fake.add_image(EVALUATION, Behaviour(files={"metrics.json": '{"aggregates": {"dice": {"mean": 1}}}'}))
+    submit(repo, fake, Behaviour(files={"found.json": json.dumps(["x" * 400 * 1024])}))
+    evaluate_all(repo, fake, config)
+    assert result_of(repo).status == "succeeded", result_of(repo).error
+
+
 def test_an_image_gone_upstream_runs_from_the_archive_this_runner_preserved(repo, fake, config, tmp_path):
     image = submit(repo, fake, Behaviour(write=threshold))
     kept = tmp_path / "preserved"

@@ -96,7 +96,8 @@ def test_error_line_is_cut_to_300_characters_without_control_characters():
 
 def test_json_that_would_crash_a_reader_is_refused_with_one_line(tmp_path):
     cases = {"deep": "[" * 100_000 + "]" * 100_000, "deep-but-parseable": "[" * 900 + "]" * 900,
-             "wide": "7" * 5000, "fine": json.dumps({"a": [[1.5, float("nan")]], "n": 10**20})}
+             "wide": "7" * 5000, "fine": json.dumps({"a": [[1.5, float("nan")]], "n": 10**20}),
+             "far": "[1e400, -1e400, [1e308]]"}
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
     for name in ("deep", "deep-but-parseable"):
@@ -111,6 +112,7 @@ def test_json_that_would_crash_a_reader_is_refused_with_one_line(tmp_path):
     except UnreadableJson as exc:
         assert str(exc) == "wide holds an integer of 5000 digits (at most 30)"
     assert read_json(tmp_path / "fine", name="fine") == {"a": [[1.5, None]], "n": 10**20}
+    assert read_json(tmp_path / "far", name="far") == [None, None, [1e308]]  # past a float's range: null, as NaN
 
 
 def test_runner_options_read_sizes_and_keys(tmp_path, monkeypatch):
