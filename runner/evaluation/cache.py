@@ -15,15 +15,20 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
 from runner.execution.images import tree_hash
+from runner.execution.sandbox import RunSpec
 from runner.settings import CACHE_MAX_BYTES, CACHE_MAX_DAYS
 
 DEFAULT_MAX_BYTES = CACHE_MAX_BYTES
 DEFAULT_MAX_AGE_S = CACHE_MAX_DAYS * 86400
+# What a RunSpec holds that is not a condition of the run's outputs: the image (keyed as given, with its model),
+# which job and checkout it was for, the watch that stops a training run; mounts and GPUs count by where and
+# how many, never by which host folder or which GPU.
+ELSEWHERE = ("image", "job", "checkout", "watch", "mounts", "gpus")
 STAGING_MAX_AGE_S = 3600  # a staging folder this old belongs to a runner killed while storing
 
 
@@ -41,9 +46,14 @@ class OutputCache:
         self.root, self.max_bytes, self.max_age_s = root, max_bytes, max_age_s
 
     @staticmethod
-    def key(image_id: str, inputs: Path) -> str:
-        """Equal for the same image on the same input bytes, whatever the folder is called."""
-        return hashlib.sha256(f"{image_id}\0{tree_hash(inputs)}".encode()).hexdigest()
+    def key(image_id: str, inputs: Path, spec: RunSpec) -> str:
+        """Equal for the same image on the same input bytes in the same run (`spec`: its command, where it reads
+        and writes, its limits, user, runtime and number of GPUs), whatever the folders are called: outputs and
+        times of a run with a longer time limit or another command are never reused for this one."""
+        conditions = {f.name: getattr(spec, f.name) for f in fields(spec) if f.name not in ELSEWHERE}
+        conditions.update(mounts=[(m.target, m.read_only) for m in spec.mounts], gpus=len(spec.gpus))
+        text = json.dumps(conditions, sort_keys=True, default=repr)
+        return hashlib.sha256(f"{image_id}\0{tree_hash(inputs)}\0{text}".encode()).hexdigest()
 
     def get(self, key: str, dest: Path) -> dict[str, Any] | None:
         """Copy the stored outputs into `dest` and return their run record, or None if absent."""
@@ -112,6 +122,11 @@ class OutputCache:
                 continue
 
 
+BLOCK = 4096  # what the smallest entry takes of a disk: a block, and its inode besides
+
+
 def folder_size(folder: Path) -> int:
-    """Bytes of the regular files under `folder`."""
-    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    """What `folder` takes of a disk: each entry under it (files, folders and all) by its size rounded up to a
+    whole block. Outputs are the participant's: 100,000 empty folders take 390 MiB and as many inodes, and
+    counted by their files' bytes alone they were 0 and never evicted."""
+    return sum(-(-max(p.lstat().st_size, 1) // BLOCK) * BLOCK for p in folder.rglob("*"))

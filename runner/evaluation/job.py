@@ -314,27 +314,30 @@ class Job:
         the cache if this image already ran on exactly this input."""
         produced = _writable(self.tmp / "produced" / (run.pk if run.name else "batch"))
         started_at = _now().isoformat()
+        spec = self._algorithm_spec(image_id, run)
         # A trained model is part of what ran: the same image with another model is another algorithm.
         model = f"{image_id}+model:{self.model.record.model_sha256}" if self.model else image_id
-        key = OutputCache.key(model, run.inputs) if self.cache else ""
+        key = OutputCache.key(model, run.inputs, spec) if self.cache else ""
         cached = self.cache.get(key, produced) if self.cache else None
-        measured = {**cached, "reused": True} if cached is not None else self._contained_run(area, image_id, run,
-                                                                                            produced)
+        measured = {**cached, "reused": True} if cached is not None else self._contained_run(area, spec, run, produced)
         with _ran("algorithm", measured=measured):
             self._place(run, produced, measured, started_at=started_at)
         if self.cache and cached is None:
             self.cache.put(key, produced, record=measured)
         return measured
 
-    def _contained_run(self, area: OutputArea, image_id: str, run: Run, produced: Path) -> dict[str, Any]:
+    def _algorithm_spec(self, image_id: str, run: Run) -> RunSpec:
         limits, phase = self.phase.algorithm, self.phase
         if nested_paths(phase.algorithm_input_path, phase.algorithm_output_path):
             raise RunnerError(f"phase {phase.challenge}/{phase.slug}: algorithm_input_path and algorithm_output_path "
                               "must be separate folders")
         mounts = (Mount(run.inputs, phase.algorithm_input_path),
                   *((Mount(self.model.model, phase.model_path),) if self.model else ()))
-        spec = self._spec(image_id, mounts, limits, gpus=limits.gpus, command=phase.algorithm_command,
+        return self._spec(image_id, mounts, limits, gpus=limits.gpus, command=phase.algorithm_command,
                           output_path=phase.algorithm_output_path)
+
+    def _contained_run(self, area: OutputArea, spec: RunSpec, run: Run, produced: Path) -> dict[str, Any]:
+        limits = self.phase.algorithm
         outcome = self._contained(spec, area, "algorithm" if run.name is None else f"algorithm-{run.name}")
         measured = _measured(outcome, run)
         if not outcome.ok:

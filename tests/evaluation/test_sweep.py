@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import replace
 
-from runner.evaluation.cache import OutputCache
+from runner.evaluation.cache import OutputCache, folder_size
 from runner.evaluation.job import WORK_PREFIX, RunnerConfig
 from runner.evaluation.metrics import MAX_DEPTH, UnreadableJson, read_json
 from runner.evaluation.sweep import sweep, sweep_work_dirs
-from runner.execution.sandbox import last_line
+from runner.execution.sandbox import Mount, RunSpec, last_line
 from tests.fake_executor import FakeExecutor
 
 KIB = 1024
@@ -39,7 +40,7 @@ def entry(cache: OutputCache, name: str, size: int, *, age_s: float = 0) -> str:
     outputs = cache.root.parent / f"out-{name}"
     outputs.mkdir()
     (outputs / "case.npy").write_bytes(b"x" * size)
-    key = OutputCache.key(f"sha256:{name}", outputs)
+    key = OutputCache.key(f"sha256:{name}", outputs, RunSpec(image=name))
     assert cache.put(key, outputs, record={"wall_time_s": 1.0})
     record = cache.root / key[:2] / key / "record.json"
     os.utime(record, (time.time() - age_s,) * 2)
@@ -48,14 +49,14 @@ def entry(cache: OutputCache, name: str, size: int, *, age_s: float = 0) -> str:
 
 def test_cache_evicts_expired_entries_then_the_least_recently_used(tmp_path):
     cache = OutputCache(tmp_path / "cache", max_bytes=100 * KIB, max_age_s=3600)
-    entry(cache, "a", 10 * KIB, age_s=7200)  # expired
+    entry(cache, "a", 8 * KIB, age_s=7200)  # expired (sizes in whole 4 KiB blocks: what a disk gives)
     oldest = entry(cache, "b", 20 * KIB, age_s=600)
     used = entry(cache, "c", 20 * KIB, age_s=500)
     newest = entry(cache, "d", 20 * KIB, age_s=10)
     cache.get(used, tmp_path / "reused")  # reusing an entry makes it recent
-    assert cache.evict() == 10 * KIB  # only the expired one: the rest fit
+    assert cache.evict() == 8 * KIB  # only the expired one: the rest fit
     assert {e.path.name for e in cache.entries()} == {oldest, used, newest}
-    later = [entry(cache, "e", 25 * KIB), entry(cache, "f", 25 * KIB)]  # 110 KiB in all
+    later = [entry(cache, "e", 24 * KIB), entry(cache, "f", 24 * KIB)]  # 108 KiB in all
     assert cache.evict() == 20 * KIB  # the least recently used goes, not the older one reused since
     assert {e.path.name for e in cache.entries()} == {used, newest, *later}
 
@@ -65,7 +66,7 @@ def test_outputs_larger_than_a_quarter_of_the_cache_are_not_kept(tmp_path):
     outputs = tmp_path / "big"
     outputs.mkdir()
     (outputs / "junk.bin").write_bytes(b"x" * 30 * KIB)  # 600 MB of extra output, in the report
-    assert not cache.put(OutputCache.key("sha256:x", outputs), outputs, record={})
+    assert not cache.put(OutputCache.key("sha256:x", outputs, RunSpec(image="x")), outputs, record={})
     assert cache.entries() == []
 
 
@@ -139,3 +140,26 @@ def test_runner_options_read_sizes_and_keys(tmp_path, monkeypatch):
     assert len(identity(tmp_path / "runner.key", env="not a key")) == 1
     with pytest.raises(UsageError, match="CHALLENGE_RUNNER_KEY holds no age identity"):
         identity(env="not a key")
+
+
+def test_outputs_are_reused_only_by_a_run_under_the_same_conditions(tmp_path):
+    """Not by a phase with a shorter time limit, another command or fewer GPUs: their outputs and times would
+    be taken for this run's. The host folders' names do not count."""
+    inputs, moved = tmp_path / "in", tmp_path / "elsewhere"
+    inputs.mkdir()
+    (inputs / "case.npy").write_bytes(b"x")
+    spec = RunSpec(image="sha256:a", mounts=(Mount(inputs, "/input"),), time_limit=300, command=("predict",))
+    key = OutputCache.key("sha256:a", inputs, spec)
+    inputs.rename(moved)
+    assert OutputCache.key("sha256:a", moved, replace(spec, mounts=(Mount(moved, "/input"),), job="x/y/z/v2")) == key
+    for other in ({"time_limit": 60}, {"command": ("train",)}, {"gpus": ("0",)}, {"memory": 1024**3},
+                  {"mounts": (Mount(moved, "/opt/input"),)}):
+        assert OutputCache.key("sha256:a", moved, replace(spec, **other)) != key, other
+
+
+def test_a_cache_entry_counts_every_entry_it_holds_on_disk(tmp_path):
+    """Empty folders take blocks and inodes: 1,000 of them count as 4 MiB, not as nothing."""
+    outputs = tmp_path / "out"
+    for i in range(1000):
+        (outputs / f"d{i}").mkdir(parents=True)
+    assert folder_size(outputs) == 1000 * 4096
