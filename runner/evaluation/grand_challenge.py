@@ -66,6 +66,7 @@ from typing import Any
 
 from runner.evaluation.metrics import read_json
 from runner.tree.phase_model import Socket
+from runner.tree.schema_types import size_text
 
 PREDICTIONS = "predictions.json"
 INPUTS = "inputs.json"
@@ -147,8 +148,8 @@ class ValueBudget:
         """What the next job may take, and the limit that bounds it, in words for the participant."""
         left = VALUES_MAX_BYTES - self.spent
         if left >= JOB_VALUES_MAX_BYTES:
-            return _Share(JOB_VALUES_MAX_BYTES, f"one job's value outputs may hold {_mib(JOB_VALUES_MAX_BYTES)}")
-        return _Share(left, f"all jobs' value outputs may hold {_mib(VALUES_MAX_BYTES)}")
+            return _Share(JOB_VALUES_MAX_BYTES, f"one job's value outputs may hold {size_text(JOB_VALUES_MAX_BYTES)}")
+        return _Share(left, f"all jobs' value outputs may hold {size_text(VALUES_MAX_BYTES)}")
 
 
 @dataclass(frozen=True)
@@ -185,10 +186,6 @@ def _file_size(path: Path) -> int:
     except OSError:
         return 0
     return info.st_size if stat.S_ISREG(info.st_mode) else 0
-
-
-def _mib(size: int) -> str:
-    return f"{size / 1024**2:g} MiB"
 
 
 def compact(value: Any) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from runner.errors import printable
-from runner.tree.details import pinned_problem, supplementary_problem
+from runner.tree.details import predictions_problem, supplementary_problem
 from runner.tree.loading import load_challenge, load_report, load_submission
 from runner.tree.located import PARTICIPANT, ModelError, check_size, load_yaml
 from runner.tree.model import Challenge
@@ -273,7 +273,9 @@ def _predictions(store: Store, proposal: Proposal, rel: str, submission: Submiss
     if submission.predictions is None:
         return []
     data = _companion(store, proposal, rel, submission.predictions)  # predictions_sha256 is set with predictions
-    problem = pinned_problem(data, submission.predictions_sha256 or "", name=submission.predictions)
+    limit = store.phase(submission.challenge, submission.phase).predictions_max_size
+    problem = predictions_problem(data, submission.predictions_sha256 or "", name=submission.predictions,
+                                  max_bytes=limit)
     return [f"{rel}: predictions.{problem.field}: {problem.message}"] if problem else []
 
 

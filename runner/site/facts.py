@@ -16,7 +16,7 @@ from runner.tree.paths import CHALLENGES
 from runner.tree.phase_model import Phase
 from runner.tree.policy import not_by_form, plural, submissions_per, took, visibility, window
 from runner.tree.result_model import Result
-from runner.tree.schema_types import NAME
+from runner.tree.schema_types import NAME, size_text
 
 STAMP = "%Y-%m-%d %H:%M UTC"
 LOGIN = "LOGIN"  # in a submit link's folder: the reader's login or team, which assets/submit.js fills in
@@ -211,14 +211,6 @@ def _resources(phase: Phase) -> str:
     return (f"training: {train.cpus:g} CPU, {size_text(train.memory)} memory, {gpus}, {train.time_limit} s in all "
             f"(resumes included), a model of up to {size_text(train.output)} in {phase.model_path}, checkpoints up "
             f"to {size_text(phase.checkpoint_max_size)} in {phase.checkpoint_path}; then predicting: {text}")
-
-
-def size_text(size: int) -> str:
-    """A size as the site writes it everywhere: 512 MiB, 2 GiB."""
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if size >= scale:
-            return f"{size / scale:g} {unit}"
-    return f"{size} bytes"
 
 
 def _visibility(phase: Phase) -> str:

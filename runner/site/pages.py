@@ -49,7 +49,6 @@ from runner.site.facts import (
     next_milestone,
     phase_facts,
     ranking_method,
-    size_text,
 )
 from runner.site.reference import reference_markdown
 from runner.tree.details import method_reports, submission_details, supplementary_file
@@ -61,6 +60,7 @@ from runner.tree.phase_model import Phase
 from runner.tree.policy import not_runnable, public_record, shown_details, visibility, withholds
 from runner.tree.result_model import Provenance, Result
 from runner.tree.schema import json_schemas
+from runner.tree.schema_types import size_text
 from runner.tree.store import Store
 from runner.tree.submission_model import SubmissionDetails
 from runner.tree.verification import Check

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.codekey import file_sha256
 from runner.errors import ChallengeError
-from runner.tree.details import supplementary_problem
+from runner.tree.details import predictions_problem, supplementary_problem
 from runner.tree.jsonpaths import PLAIN, lookup, lookup_all
 from runner.tree.loading import (
     load_approvals,
@@ -380,10 +379,12 @@ class _Checker:
         if found is None:
             return self.problem(path, ("predictions", "file"),
                                 f"{submission.predictions!r} was not found next to the submission")
-        digest = file_sha256(found)
-        if digest != pinned:
-            self.problem(path, ("predictions", "sha256"), f"{found.name} has sha256 {digest}, not the pinned one; "
-                                                          "pin the file you committed (sha256sum FILE)")
+        limit = self.store.phase(submission.challenge, submission.phase).predictions_max_size
+        size = found.stat().st_size
+        problem = predictions_problem(found.read_bytes() if size <= limit else None, pinned or "", name=found.name,
+                                      max_bytes=limit, size=size)
+        if problem is not None:
+            self.problem(path, ("predictions", problem.field), problem.message)
 
     def approvals(self, path: Path) -> None:
         if not (path.parent.parent / "phases" / path.name).is_file():

@@ -5,8 +5,8 @@ Where they come from is argued in `submission_model.SubmissionDetails`: the resu
 result written before the runner made that copy sends the site to its submission file. The
 supplementary PDF's rules (a PDF, pinned by sha256, at most `SUPPLEMENTARY_MAX_BYTES`) live here
 once: `challenge check` reads the committed file and the pull-request review the proposed one,
-both through `supplementary_problem`. Its sha256 pin is checked as any companion file's (a predictions file's
-too): `pinned_problem`.
+both through `supplementary_problem`. Its sha256 pin is checked as any companion file's: `pinned_problem`; a
+predictions file's, and its size, through `predictions_problem`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from runner.tree.loading import load_report
 from runner.tree.located import ModelError
 from runner.tree.paths import companion_file
 from runner.tree.result_model import Result
+from runner.tree.schema_types import size_text
 from runner.tree.store import Store
 from runner.tree.submission_model import SubmissionDetails, details_of
 
@@ -87,6 +88,17 @@ def supplementary_problem(data: bytes | None, pinned: str, *, name: str = "the s
                                f"{SUPPLEMENTARY_MAX_BYTES // 1024**2} MiB are allowed")
     if data is not None and not data.startswith(PDF_MAGIC):
         return Problem("file", f"{name} is not a PDF file")
+    return pinned_problem(data, pinned, name=name)
+
+
+def predictions_problem(data: bytes | None, pinned: str, *, name: str, max_bytes: int,
+                        size: int | None = None) -> Problem | None:
+    """Why `data` is not the predictions file the submission pins, or None: larger than the phase's
+    `max_bytes` (`size`: where the caller did not read a file that large), or not the one pinned."""
+    size = len(data) if size is None and data is not None else size
+    if size is not None and size > max_bytes:
+        return Problem("file", f"{name} is {size:,} bytes; the phase allows {size_text(max_bytes)} "
+                               "(predictions_max_size)")
     return pinned_problem(data, pinned, name=name)
 
 

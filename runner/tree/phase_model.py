@@ -175,6 +175,9 @@ class PhaseOptions:
         "predictions, a file of outputs; or training (grand-challenge's type 3), a container image the runner "
         "first trains on the phase's hidden training data, then runs on its hidden test inputs.",
         gc="submission_kind")]
+    predictions_max_size: Annotated[Size, meta(
+        "Predictions phases: the largest predictions file a submission may commit (it stays in the public "
+        "repository's history for good; GitHub warns past 50 MB and refuses past 100 MB).")] = 50 * 1024**2
     submissions_open_at: Annotated[Moment | None, meta(
         "When submissions open. Unset: open from the start.", gc="submissions_open_at")] = None
     submissions_close_at: Annotated[Closing | None, meta(

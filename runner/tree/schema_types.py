@@ -70,6 +70,14 @@ def _schema(schema: dict[str, Any], kind: str) -> WithJsonSchema:
     return WithJsonSchema({**schema, "x-type": kind})
 
 
+def size_text(size: int) -> str:
+    """A size as the package writes it everywhere (`Size` reads it back): 512 MiB, 2 GiB."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
+
+
 def _jsonpath(value: str) -> str:
     try:
         compiled(value)  # cached: a site build reads every phase, mostly with the same few paths

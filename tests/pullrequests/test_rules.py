@@ -457,3 +457,13 @@ def test_the_organizers_guide_example_listing_is_accepted():
     path = "challenges/brats-2026/challenge.yml"
     verdict = check(Store(REPO), Proposal("carol", (Change(path, "added"),), lambda _: example.encode()), now=NOW)
     assert verdict.ok and verdict.kind == "listing"
+
+
+def test_a_predictions_file_larger_than_the_phase_allows_is_refused(tree):
+    """It would stay in the public repository's history for good, one per submission."""
+    edit_yaml(phase_file(tree), submission_kind="predictions", predictions_max_size="1k")
+    data = "x" * 1025
+    proposal = predictions_proposal("masks.zip", hashlib.sha256(data.encode()).hexdigest(),
+                                    {sub().replace("v1.yml", "masks.zip"): data})
+    assert check(Store(tree), proposal, now=NOW).problems == (
+        f"{sub()}: predictions.file: masks.zip is 1,025 bytes; the phase allows 1 KiB (predictions_max_size)",)

@@ -329,3 +329,14 @@ def test_pages_in_the_folder_the_site_writes_leaderboards_to_are_warned_of(tree,
     assert run_check(tree, capsys)[1] == [
         f"warning: {folder}: the site writes this challenge's leaderboards here, so nothing in this folder is "
         "published: move your pages to another folder", f"ok: {tree / 'challenges'} is valid (1 warning)"]
+
+
+def test_a_predictions_file_larger_than_the_phase_allows_is_a_problem(tree, capsys):
+    path = predictions_phase(tree)
+    path.write_text(path.read_text() + "predictions_max_size: 10m\n")
+    folder = tree / "challenges" / CHALLENGE / "submissions" / "predictions" / "alice"
+    folder.mkdir(parents=True)
+    (folder / "masks.zip").write_bytes(b"x" * (10 * 1024**2 + 1))
+    sub = write(folder / "v1.yml", f"phase: predictions\npredictions:\n  file: masks.zip\n  sha256: {'f' * 64}\n")
+    assert run_check(tree, capsys)[1] == [
+        f"{sub}:3: predictions.file: masks.zip is 10,485,761 bytes; the phase allows 10 MiB (predictions_max_size)"]
