@@ -206,6 +206,10 @@ def _identity(store: Store, slug: str, participant: str, author: str) -> list[st
                     "you are not in: ask the organizers to rename that team"]
         if participant != author:  # GitHub logins ignore case; one spelling keeps one participant
             return [f"the folder {participant!r} must be spelled as your GitHub login: submissions/<phase>/{author}/"]
+        # A member submits as the team alone: under the login too, they would have its limit and their own.
+        if joined := sorted(t for t, members in teams.items() if author.lower() in members and t != team):
+            return [f"you are a member of team {joined[0]!r} in {path.relative_to(store.root)}: submit as the team, "
+                    f"under submissions/<phase>/{joined[0]}/, which shares one limit"]
         return []
     if author.lower() in teams.get(participant, frozenset()):
         return []

@@ -103,8 +103,8 @@ def test_the_same_issue_run_again_opens_no_second_pull_request(github, hub, tree
 
 
 def test_an_edited_issue_updates_its_open_pull_request(github, hub, tree, origin):
-    (tree / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - alice\n")
-    issue = github.open_issue("alice", form())
+    (tree / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - alice\nother-lab:\n  - alice\n")
+    issue = github.open_issue("alice", form(team="other-lab"))
     first = submit(hub, tree, issue, merge=False)
     issue.body = form(team="vision-lab", title="Better")  # another folder, another title
     again = submit(hub, tree, issue, merge=False)

@@ -143,6 +143,15 @@ def test_a_team_member_submits_for_the_team(github, tree):
     assert outcome.verdict.ok and pull.merged
 
 
+def test_a_team_member_submits_as_the_team_alone(github, tree):
+    """Under the login too, a member would have the team's limit and one of their own (a member of k teams,
+    k + 1 of them)."""
+    (tree / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - Alice\n  - carol\n")
+    assert refused(github, tree, {sub(): text()}) == (
+        f"you are a member of team 'vision-lab' in challenges/{CHALLENGE}/teams.yml: submit as the team, under "
+        "submissions/<phase>/vision-lab/, which shares one limit")
+
+
 def test_registration_is_required_when_the_challenge_says_so(github, tree):
     edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", registration="required")
     line = refused(github, tree, {sub(): text()})
