@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import posixpath
 import re
 import socket
 import tarfile
@@ -564,7 +565,7 @@ class DockerEngine:
     def run(self, spec: RunSpec, output: OutputArea | None = None) -> Outcome:
         if output is not None and not isinstance(output, DockerOutputArea):
             raise TypeError("a DockerEngine runs only into its own output areas")
-        if clash := self._volume_in_mount(spec, output is not None):
+        if clash := self._volume_refusal(spec):
             return Outcome(exit_code=None, wall_time_s=0.0, start_error=clash)
         with engine_errors("starting the container"):
             container = self._create(spec, output)
@@ -624,23 +625,27 @@ class DockerEngine:
         )))
         return self.client.containers.prepare_model({"Id": created["Id"]})
 
-    def _volume_in_mount(self, spec: RunSpec, output: bool) -> str | None:
-        """Why the image cannot run with these mounts: it declares a VOLUME inside one (`/input/x`). The engine
-        would make that folder in the mount, which a read-only one refuses at every start, as the engine's own
-        trouble: the submission would stay pending for ever. The image's fault, said before anything starts."""
-        targets = [PurePosixPath(m.target) for m in spec.mounts] + ([PurePosixPath(spec.output_path)] if output else [])
-        for declared in map(PurePosixPath, self._config(spec.image).get("Volumes") or {}):
-            inside = next((t for t in targets if declared != t and declared.is_relative_to(t)), None)
+    def _volume_refusal(self, spec: RunSpec) -> str | None:
+        """Why the image cannot run with these mounts: a VOLUME it declares is not an absolute path, or lies
+        inside a read-only mount (`/input/x`), where the engine would make its folder and be refused at every
+        start, as the engine's own trouble: the submission would stay pending for ever. The image's fault,
+        said before anything starts. Paths are read as the engine cleans them (`//input/x`, `/tmp/../input`)."""
+        read_only = [PurePosixPath(_clean(m.target)) for m in spec.mounts if m.read_only]
+        for declared in self._config(spec.image).get("Volumes") or {}:
+            if not declared.startswith("/"):
+                return f"the image declares VOLUME {declared}, which is not an absolute path"
+            path = PurePosixPath(_clean(declared))
+            inside = next((t for t in read_only if path != t and path.is_relative_to(t)), None)
             if inside is not None:
-                return f"the image declares VOLUME {declared}, inside {inside}, which the runner mounts"
+                return f"the image declares VOLUME {declared}, inside {inside}, which the runner mounts read-only"
         return None
 
     def _scratch(self, spec: RunSpec, mounts: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
         """/tmp, and each VOLUME the image declares where nothing is mounted: tmpfs of the run's scratch size
         (charged to its memory). The engine would make those disk-backed volumes without a size limit."""
-        taken = {mount["bind"] for mount in mounts.values()}
-        declared = [path for path in self._config(spec.image).get("Volumes") or {} if path not in taken]
-        return {path: f"rw,nosuid,nodev,size={spec.tmp_size}" for path in ["/tmp", *declared]}
+        taken = {_clean(mount["bind"]) for mount in mounts.values()}
+        declared = {_clean(path) for path in self._config(spec.image).get("Volumes") or {}} - taken
+        return {path: f"rw,nosuid,nodev,size={spec.tmp_size}" for path in ["/tmp", *sorted(declared - {"/tmp"})]}
 
     def _start_and_wait(self, container: Container, spec: RunSpec) -> Outcome:
         gpu = self.gpu_reader(spec.gpus[0]) if spec.gpus and self.gpu_reader else (lambda: None)
@@ -668,6 +673,11 @@ class DockerEngine:
             gpu=flare_gpu_summary(gpus.samples),
             logs=both.decode("utf-8", errors="replace")[-spec.log_bytes:],
         )
+
+
+def _clean(path: str) -> str:
+    """An absolute container path as the engine reads it (Go's filepath.Clean): one leading slash, no '.' or '..'."""
+    return "/" + posixpath.normpath(path).lstrip("/")
 
 
 def _cannot_start(exc: docker.errors.APIError) -> tuple[int, str] | None:

@@ -7,6 +7,7 @@ before anything is written, so an archive bomb is refused whole.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import zipfile
@@ -24,6 +25,7 @@ class UnsafeOutput(ChallengeError, ValueError):
 
 
 MAX_NAME_LENGTH = 1024
+NAME_MAX = 255  # bytes of one part of a path, on Linux's file systems
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,14 @@ class OutputLimits:
 
 
 def safe_name(target: Path, name: str) -> Path:
-    """The host path for an archive member, refusing absolute names and any '..'."""
+    """The host path for an archive member, refusing absolute names and any '..', and names no file system
+    holds (a part past NAME_MAX, the whole past MAX_NAME_LENGTH): writing those failed as the runner's trouble."""
     pure = PurePosixPath(name)
     parts = [p for p in pure.parts if p not in ("", ".")]
     if pure.is_absolute() or ".." in parts:
         raise UnsafeOutput(f"{name!r} points outside the output folder")
+    if len(name) > MAX_NAME_LENGTH or any(len(os.fsencode(part)) > NAME_MAX for part in parts):
+        raise UnsafeOutput(f"{printable(name, 60)!r} is a name longer than a file system holds")
     return target.joinpath(*parts) if parts else target
 
 

@@ -118,3 +118,12 @@ def test_a_tar_file_named_as_the_folder_itself_is_refused(tmp_path):
     member.size = 1
     with pytest.raises(UnsafeOutput, match="names the folder itself"):
         extract_tar(tar_stream([member], {"output/.": b"x"}), tmp_path, strip="output")
+
+
+@pytest.mark.parametrize("name", ["x" * 256 + ".csv", "a/" + "é" * 128])
+def test_a_zip_name_no_file_system_holds_is_refused(tmp_path, name):
+    """Written, it failed with ENAMETOOLONG: the runner's trouble, and the submission pending for ever."""
+    archive = make_zip(tmp_path / "p.zip", {name: b"x"})
+    (tmp_path / "out").mkdir()
+    with pytest.raises(UnsafeOutput, match="longer than a file system holds"):
+        extract_zip(archive, tmp_path / "out")

@@ -205,15 +205,32 @@ def test_a_volume_the_image_declares_is_a_small_tmpfs_and_leaves_nothing(engine,
     assert {v.name for v in docker_client.volumes.list()} == before  # no anonymous volume left behind
 
 
-def test_an_image_declaring_a_volume_inside_a_mount_cannot_start_and_touches_nothing(engine, base_image, tmp_path):
-    """The engine would make /input/planted in the read-only hidden inputs: refused at every start as the
-    engine's own trouble, so the submission stayed pending for ever. Now the image's failure, said at once."""
-    (tmp_path / "Dockerfile").write_text('ARG BASE\nFROM ${BASE}\nVOLUME ["/input/planted"]\n')
-    image = engine.build(tmp_path, name="challenge-test/volume-in-input", base=base_image)
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    with engine.output_area(16 * 1024**2) as area:
-        outcome = engine.run(RunSpec(image=image, mounts=(Mount(inputs, "/input"),), command=("true",)), area)
+@pytest.mark.parametrize("volume, said", [
+    ("/input/planted", "/input/planted, inside /input"),
+    ("//input/planted", "//input/planted, inside /input"),  # read as the engine cleans it
+    ("/tmp/../input/planted", "/tmp/../input/planted, inside /input"),
+])
+def test_an_image_declaring_a_volume_inside_a_read_only_mount_cannot_start(engine, base_image, tmp_path, volume, said):
+    """The engine would make the folder in the read-only hidden inputs: refused at every start as the engine's
+    own trouble, so the submission stayed pending for ever. Now the image's failure, said at once."""
+    outcome, inputs = run_declaring(engine, base_image, tmp_path, volume)
     assert not outcome.ok and list(inputs.iterdir()) == []
-    assert outcome.error_line(300) == ("The container could not start: the image declares VOLUME /input/planted, "
-                                       "inside /input, which the runner mounts")
+    assert outcome.error_line(300) == (f"The container could not start: the image declares VOLUME {said}, which the "
+                                       "runner mounts read-only")
+
+
+def test_a_relative_volume_cannot_start_and_one_inside_output_runs(engine, base_image, tmp_path):
+    outcome, _ = run_declaring(engine, base_image, tmp_path, "input/planted")
+    assert outcome.error_line(300) == ("The container could not start: the image declares VOLUME input/planted, "
+                                       "which is not an absolute path")
+    outcome, _ = run_declaring(engine, base_image, tmp_path, "/output/cache")  # a scratch tmpfs, as ever
+    assert outcome.ok, outcome.stderr_tail
+
+
+def run_declaring(engine, base_image, tmp_path: Path, volume: str):
+    (tmp_path / "Dockerfile").write_text(f'ARG BASE\nFROM ${{BASE}}\nVOLUME ["{volume}"]\n')
+    image = engine.build(tmp_path, name="challenge-test/volume-in-mount", base=base_image)
+    inputs = tmp_path / "in"
+    inputs.mkdir(exist_ok=True)
+    with engine.output_area(16 * 1024**2) as area:
+        return engine.run(RunSpec(image=image, mounts=(Mount(inputs, "/input"),), command=("true",)), area), inputs
