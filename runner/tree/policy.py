@@ -101,6 +101,14 @@ def submissions_per(limit: int, days: int | None) -> str:
     return f"{plural(limit, 'submission')} {per}"
 
 
+NOT_EVALUATED = "Not evaluated: "  # how a result the queue refused before running begins (`Store.refusal_at_landing`)
+
+
+def refused(result: Result) -> bool:
+    """Whether the queue refused `result`'s submission before running it (past its participant's limit)."""
+    return result.status == "failed" and (result.error or "").startswith(NOT_EVALUATED)
+
+
 def allowance(phase: Phase, results: list[Result], *, pending: int, now: dt.datetime) -> Allowance:
     """grand-challenge's limit for one participant, from their `results` in the phase and their `pending`
     submissions: results count by when they were submitted, within the period (all time without one)."""

@@ -25,11 +25,13 @@ from runner.tree.paths import TreePaths
 from runner.tree.people import load_teams
 from runner.tree.phase_model import Phase
 from runner.tree.policy import (
+    NOT_EVALUATED,
     Allowance,
     Visibility,
     allowance,
     public_record,
     ranked_record,
+    refused,
     submissions_per,
     visibility,
     withholds,
@@ -186,22 +188,26 @@ class Store:
         """Why the queue must not evaluate `submission`: it went past its participant's limit when it landed;
         None where it did not. grand-challenge refuses such a submission when it is made. Here the review judges
         a pull request against main as it was, so several reviewed at once can all pass; the queue judges each
-        again by what landed before it: its participant's results as `allowance` counts them, and their
-        submissions still pending, in the order they landed (ties by id)."""
+        again by what landed before it: its participant's other results as `allowance` counts them, and their
+        submissions still pending, in the order they landed (to the second, as results record it; ties by id).
+        It is judged once: a re-run keeps an evaluated result's verdict (a limit lowered since does not undo it)."""
         phase = self.phase(submission.challenge, submission.phase)
         if not phase.submissions_limit_per_user_per_period:  # none, or 0: the phase is closed (`window`)
             return None
-        landed = self.submitted_at(submission)
+        done = self.result(submission)
+        if done is not None and not refused(done):
+            return None
+        landed = self.submitted_at(submission).replace(microsecond=0)
         place, who = (landed, submission.id), submission.participant
         before = [r for r in self.results(phase.challenge, phase.slug, participant=who)
-                  if (parse_time(r.created_at), r.submission) < place]
+                  if r.submission != submission.id and (parse_time(r.created_at), r.submission) < place]
         waiting = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=who)
-                   if (self.submitted_at(s), s.id) < place]
+                   if s.id != submission.id and (self.submitted_at(s).replace(microsecond=0), s.id) < place]
         stands = allowance(phase, before, pending=len(waiting), now=landed)
         if stands.left != 0:
             return None
         limit = submissions_per(phase.submissions_limit_per_user_per_period, phase.submission_limit_period)
-        return (f"Not evaluated: phase {phase.title!r} allows {limit}, and {who!r} had "
+        return (f"{NOT_EVALUATED}phase {phase.title!r} allows {limit}, and {who!r} had "
                 f"{stands.evaluated + stands.pending} before this one when it landed ({landed:%Y-%m-%d %H:%M:%S} UTC)")
 
     def knows(self, slug: str, participant: str) -> bool:

@@ -1006,3 +1006,22 @@ def test_a_private_registry_the_phase_names_or_a_local_run_is_pulled(repo, fake,
     write_submission(repo, "alice", "v2", image)
     local = replace(config, allow_local_images=True)
     assert [r.status for r in evaluate_all(repo, fake, local)[1]] == ["succeeded"]
+
+
+def rerun_all(repo: Path, fake: FakeExecutor, config: RunnerConfig) -> dict[str, str]:
+    store = Store(repo)
+    reports = run_jobs(everything(store), store=store, executor=fake, config=config, base=FAKE_BASE, rerun=True)
+    return {r.submission.rpartition("/")[2]: r.status for r in reports}
+
+
+def test_a_rerun_keeps_each_verdict_the_limit_gave(repo, fake, config):
+    """Judged once: a submission never counts against itself (its result is dated to the second, its file to the
+    nanosecond), an evaluated one stays evaluated where the limit was lowered since, a refused one stays refused."""
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=2, submission_limit_period=1)
+    land(repo, fake, Behaviour(write=threshold), {"v1": 0, "v2": 1, "v3": 2})
+    for path in (repo / "challenges" / CHALLENGE / "submissions" / PHASE / "alice").iterdir():
+        os.utime(path, ns=(path.stat().st_mtime_ns + 600_000_000,) * 2)  # landed at .6 of a second
+    evaluate_all(repo, fake, config)
+    assert rerun_all(repo, fake, config) == {"v1": "succeeded", "v2": "succeeded", "v3": "failed"}
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=1)
+    assert rerun_all(repo, fake, config) == {"v1": "succeeded", "v2": "succeeded", "v3": "failed"}
