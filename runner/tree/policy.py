@@ -117,7 +117,7 @@ def allowance(phase: Phase, results: list[Result], *, pending: int, now: dt.date
         return Allowance(None, days, len(results), pending, None)
     since = now - dt.timedelta(days=days) if days else None
     times = sorted(parse_time(r.created_at) for r in results
-                   if (r.status == "succeeded" or phase.count_failed_submissions)
+                   if (r.status == "succeeded" or (phase.count_failed_submissions and not refused(r)))
                    and (since is None or parse_time(r.created_at) >= since))
     leaving = len(times) + pending - limit + 1  # results that must age out before one more fits
     next_at = times[leaving - 1] + dt.timedelta(days=days) if days and 0 < leaving <= len(times) else None

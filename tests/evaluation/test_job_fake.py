@@ -7,6 +7,7 @@ these tests prove the bookkeeping around it, through the same Executor interface
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import json
@@ -1025,3 +1026,12 @@ def test_a_rerun_keeps_each_verdict_the_limit_gave(repo, fake, config):
     assert rerun_all(repo, fake, config) == {"v1": "succeeded", "v2": "succeeded", "v3": "failed"}
     edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=1)
     assert rerun_all(repo, fake, config) == {"v1": "succeeded", "v2": "succeeded", "v3": "failed"}
+
+
+def test_a_refused_submission_never_counts_where_failures_count(repo, fake, config):
+    edit_yaml(phase_file(repo), submissions_limit_per_user_per_period=1, submission_limit_period=1,
+              count_failed_submissions=True)
+    land(repo, fake, Behaviour(write=threshold), {"v1": 0, "v2": 1})
+    store, _ = evaluate_all(repo, fake, config)
+    phase = store.phase(CHALLENGE, PHASE)
+    assert store.standing(phase, "alice", now=dt.datetime.fromtimestamp(1_780_000_010, dt.UTC)).evaluated == 1
