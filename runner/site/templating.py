@@ -45,8 +45,10 @@ def mkdocs_title(value: Any) -> str:
 
 
 def front_matter_title(value: Any) -> Markup:
-    """`title:` in a generated page's front matter: `mkdocs_title`, as a YAML string."""
-    return Markup(json.dumps(mkdocs_title(value)))
+    """`title:` in a generated page's front matter: `mkdocs_title`, as a YAML string. Characters as they are:
+    JSON's escape of one past U+FFFF is a surrogate pair, which YAML refuses, and MkDocs then drops the whole
+    front matter (the page's title, `search: exclude`) without a word."""
+    return Markup(json.dumps(mkdocs_title(value), ensure_ascii=False))
 
 
 LINK_SCHEMES = ("", "http", "https", "mailto")  # what an organizer's Markdown on a generated page may link to

@@ -1,11 +1,15 @@
-"""Organizer Markdown on generated pages and link targets in tables: no address runs script, however spelled."""
+"""Organizer Markdown on generated pages and link targets in tables: no address runs script, however spelled; titles
+reach MkDocs as HTML text."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
+from mkdocs.utils.meta import get_data
 
+from runner.site import templating
 from runner.site.pages import href
 from runner.site.templating import organizer_markdown
 
@@ -33,3 +37,11 @@ def test_web_mail_and_relative_links_stay(source, target):
 def test_a_table_link_target_is_a_web_address_or_nothing():
     assert href("https://example.org/a b|c") == "https://example.org/a%20b%7Cc"
     assert href("javascript:alert(1)") == "" and href("data:text/html,x") == "" and href("//evil.org") == ""
+
+
+@pytest.mark.parametrize("name", ["Org 🏁 Lab", "<b>Lab</b> & \"Co\"", "Zürich\tLab"])
+def test_a_front_matter_title_reaches_mkdocs_as_html_text(name):
+    """Read by MkDocs' own front matter reader: an emoji, written as JSON's surrogate pair, made it drop the whole
+    front matter (the page's title and `search: exclude`) without a word."""
+    meta = get_data(f"---\ntitle: {templating.front_matter_title(name)}\nsearch:\n  exclude: true\n---\n\n# x\n")[1]
+    assert meta == {"title": html.escape(name), "search": {"exclude": True}}
