@@ -67,8 +67,8 @@ COMMANDS = {
                               "(saves each job the runner's start)"),
     "rerun": Command("reruns", "run a phase's algorithms again on another phase's hidden data, as new results there "
                                "(living benchmarks, retraining the best)"),
-    "preserve": Command("reruns", "save the algorithm images a phase's submissions name as archives on this runner, so "
-                                  "a later rerun still finds them"),
+    "preserve": Command("reruns", "save the algorithm images of a phase's succeeded results as archives on this "
+                                  "runner, so a later rerun still finds them"),
     "doctor": Command("doctor", "check this runner host: the engine, GPUs, hidden data and its permissions, disk, keys "
                                 "and registries (exit 1 if a check fails)"),
     "verify": Command("verify", "check every result's runner signature and provenance"),

@@ -14,6 +14,7 @@ from rich.markup import escape
 from runner.errors import ChallengeError
 from runner.evaluation import reruns
 from runner.evaluation.archives import preserve_image
+from runner.evaluation.job import private_registry
 from runner.evaluation.reruns import Carried, Choice, Standing
 from runner.execution.sandbox import Executor
 from runner.ranking.leaderboard import phase_leaderboard
@@ -21,6 +22,7 @@ from runner.settings import add_options
 from runner.tree.located import ModelError
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility
+from runner.tree.references import image_refusal
 from runner.tree.result_model import Result
 from runner.tree.store import Store
 from runner.tree.submission_model import Submission
@@ -61,7 +63,7 @@ def register(sub: SubParsers) -> None:
     p = sub.add_parser("preserve", help=summary("preserve"))
     p.add_argument("challenge")
     p.add_argument("--phase", required=True)
-    add_options(p, "preserved_dir")
+    add_options(p, "preserved_dir", "allow_local_images")
     p.set_defaults(func=cmd_preserve)
 
 
@@ -127,21 +129,26 @@ def cmd_preserve(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.challenge}/{args.phase} takes predictions files: there are no images to preserve")
     executor = runner_engine(settings, root=store.root)
     with contextlib.closing(executor):
-        failed = preserve(store, phase, executor=executor, folder=preserved_dir(settings, store))
+        failed = preserve(store, phase, executor=executor, folder=preserved_dir(settings, store),
+                          allow_local=settings.allow_local_images)
     return 1 if failed else 0
 
 
-def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path) -> int:
-    """Save each image the phase's submissions name (archives are files already) as an archive in
-    `folder`, once; the number that could not be saved."""
-    refs = sorted({s.image for s in _submissions(store, phase) if s.image})
+def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path, allow_local: bool = False) -> int:
+    """Save as an archive in `folder`, once, each image of the phase's succeeded results (what a rerun carries;
+    archives are files already), checked as the queue checks an image before it pulls one (a refused
+    submission may name a registry on the runner's own networks); the number that could not be saved."""
+    refs = sorted({s.image for s in _submissions(store, phase) if s.image and _succeeded(store, s)})
     if not refs:
-        err.print(f"{phase.challenge}/{phase.slug}: no submitted images to preserve")
+        err.print(f"{phase.challenge}/{phase.slug}: no images of succeeded results to preserve")
     failed = 0
     with progress_bar(err) as progress:
         task = progress.add_task("preserving", total=len(refs))
         for ref in refs:
             try:
+                if why := (image_refusal(ref, allowed=phase.allowed_registries, allow_local=allow_local)
+                           or private_registry(ref, phase.allowed_registries, allow_local)):
+                    raise ChallengeError(why)
                 saved = preserve_image(ref, executor=executor, folder=folder)
                 line = f"[green]saved[/] {escape(ref)}" if saved else f"[dim]kept[/] {escape(ref)} (saved before)"
             except (ChallengeError, OSError) as exc:
@@ -150,6 +157,11 @@ def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path) ->
             progress.advance(task)
             progress.console.print(line, markup=True, highlight=False)
     return failed
+
+
+def _succeeded(store: Store, submission: Submission) -> bool:
+    result = store.result(submission)
+    return result is not None and result.status == "succeeded"
 
 
 def _submissions(store: Store, phase: Phase) -> list[Submission]:

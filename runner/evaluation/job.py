@@ -283,7 +283,7 @@ class Job:
                                               allow_local=self.config.allow_local_images,
                                               max_bytes=self.config.archive_max_bytes, pace=self.config.download_pace)
         ref, allowed, local = self.submission.image or "", self.phase.allowed_registries, self.config.allow_local_images
-        if why := image_refusal(ref, allowed=allowed, allow_local=local) or _private_registry(ref, allowed, local):
+        if why := image_refusal(ref, allowed=allowed, allow_local=local) or private_registry(ref, allowed, local):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
         try:
             return ref, self._image_id(ref, "Algorithm image could not be used")
@@ -560,7 +560,7 @@ def _measured(outcome: Outcome, run: Run) -> dict[str, Any]:
     return measured
 
 
-def _private_registry(ref: str, allowed: tuple[str, ...], allow_local: bool) -> str | None:
+def private_registry(ref: str, allowed: tuple[str, ...], allow_local: bool) -> str | None:
     """Why the runner must not pull `ref`: its registry is an address of the runner's own networks (private,
     loopback, link-local), which the engine would call from inside them, its answer coming back in the failure
     line; unless the phase names that registry or the run is local. A name the runner cannot look up is left
