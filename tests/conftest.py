@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -20,7 +22,7 @@ import pytest
 from runner.evaluation.examples import prepare_workspace
 from runner.execution.docker_engine import DockerEngine
 from tests.github_server import github, origin  # noqa: F401 (fixtures for every test module)
-from tests.helpers import CHALLENGE, IMAGES, REPO, base_image_setting, build_tree
+from tests.helpers import CHALLENGE, IMAGES, REPO, RUNNER_UID, base_image_setting, build_tree
 
 TINI = Path("/usr/bin/tini-static")  # a static binary: an image of 1 MB that runs and exits 0
 
@@ -99,6 +101,21 @@ def tree(tmp_path) -> Path:
     ("Final test"), and nothing else; a test adds what it needs with tests.helpers.Tree."""
     assert not (tmp_path / "repo").exists(), "a test takes the demo's copy (repo) or a built tree (tree), not both"
     return build_tree(tmp_path / "repo")
+
+
+@pytest.fixture
+def runner_home(tmp_path) -> Iterator[Path]:
+    """A folder of the runner that `helpers.as_runner_user` acts as: tmp_path, unless the test process is
+    root (root's pytest folders are closed to other users), then a folder of its own, removed afterwards."""
+    if os.geteuid() != 0:
+        yield tmp_path
+        return
+    home = Path(tempfile.mkdtemp(prefix="challenge-test-runner-"))
+    os.chown(home, RUNNER_UID, RUNNER_UID)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -71,16 +71,9 @@ class FakeOutputArea:
         return extract_tar(stream, target, strip="output", limits=limits.within(self.size))
 
     def clear(self) -> None:
-        """Empty the folder now, as Docker's keeper does before the next run: what a run made read-only is
-        made writable first."""
+        """Empty the folder now, as Docker's keeper does before the next run."""
         self._fail("clear")
-        for child in self.path.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                for folder in (child, *(p for p in child.rglob("*") if p.is_dir() and not p.is_symlink())):
-                    folder.chmod(0o700)
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+        _empty(self.path)
 
     def used(self) -> int:
         return sum(p.lstat().st_size for p in self.path.rglob("*") if p.is_file() and not p.is_symlink())
@@ -96,10 +89,11 @@ class FakeExecutor:
     context folders each build was given), `removed` every job
     whose leftovers were cleaned up. Set `leftovers[job]` or `orphans` to play a dead runner, and
     `fail(method, error, ...)` to make the next calls of `image_id`, `build`, `run`, `collect`,
-    `clear`, `remove_labelled`, `output_area`, `load_archive`, `run_as` or `describe` raise. `loaded` lists the
-    image IDs of the archives loaded. `credentials` says which registries it pulls from logged in;
+    `clear`, `remove_labelled`, `remove_as`, `output_area`, `load_archive`, `run_as` or `describe` raise. `loaded`
+    lists the image IDs of the archives loaded. `credentials` says which registries it pulls from logged in;
     `users[image ID]` who an image's containers run as (NOBODY unless set; a SandboxError there is raised,
-    as for a user the image does not define), `areas` the user of each output area provisioned.
+    as for a user the image does not define), `areas` the user of each output area provisioned, `emptied`
+    each host folder emptied as a user (`remove_as`): the folder, the user, and what was in it then.
     """
 
     def __init__(self, *, gpus: tuple[str, ...] = (), runtimes: tuple[str, ...] = ("runc",),
@@ -116,6 +110,7 @@ class FakeExecutor:
         self.loaded: list[str] = []  # image IDs of the archives loaded
         self.users: dict[str, RunAs | SandboxError] = {}
         self.areas: list[str] = []
+        self.emptied: list[tuple[Path, str, list[str]]] = []
         self.open_areas = 0
         self.closed = False
         self._failures: dict[str, list[SandboxError]] = {}
@@ -227,6 +222,13 @@ class FakeExecutor:
             area.close()
             self.open_areas -= 1
 
+    def remove_as(self, folder: Path, user: str) -> bool:
+        """Empty `folder` as Docker's helper does, as this process's user (a fake cannot switch to `user`)."""
+        self._fail("remove_as")
+        self.emptied.append((folder, user, sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))))
+        _empty(folder)
+        return not any(folder.iterdir())
+
     def remove_labelled(self, job: str) -> int:
         self._fail("remove_labelled")
         self.removed.append(job)
@@ -269,6 +271,17 @@ class FakeExecutor:
     def _next(self, image_id: str) -> Behaviour:
         script = self.scripts[image_id]
         return script.pop(0) if len(script) > 1 else script[0]
+
+
+def _empty(folder: Path) -> None:
+    """Everything in `folder` removed, what a run made read-only made writable first (as EMPTY_OUTPUT does)."""
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            for inner in (child, *(p for p in child.rglob("*") if p.is_dir() and not p.is_symlink())):
+                inner.chmod(0o700)
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _write(behaviour: Behaviour, spec: RunSpec, area: FakeOutputArea) -> bool:

@@ -305,3 +305,30 @@ def public_base_name(docker_client, base_image: str) -> Iterator[None]:
 def base_image_setting() -> str | None:
     """The base image the runner is given here: $CHALLENGE_BASE_IMAGE, else none (the default's)."""
     return Settings.of(env=os.environ, cwd=Path.cwd()).base_image
+
+
+# --- a runner that is not root ------------------------------------------------------------------
+
+RUNNER_UID = 4242  # the runner's user where the tests run as root (organizers.md: a user in the docker group)
+
+
+@contextlib.contextmanager
+def as_runner_user() -> Iterator[None]:
+    """The test process acting, while inside, as a runner that is not root: as root (whom no permission
+    stops) it takes RUNNER_UID as its effective uid and gid, and the group of the engine's socket as its
+    only other group, and is root again afterwards. A test process that is not root is such a runner
+    already, and is left as it is."""
+    if os.geteuid() != 0:
+        yield
+        return
+    gid, groups = os.getegid(), os.getgroups()
+    socket = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://"))
+    os.setgroups([socket.stat().st_gid] if socket.exists() else [])
+    os.setegid(RUNNER_UID)
+    os.seteuid(RUNNER_UID)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(gid)
+        os.setgroups(groups)

@@ -81,7 +81,8 @@ def cmd_try(args: argparse.Namespace) -> int:
                               training_dir=scratch / "training",
                               runtime=settings.runtime, gpu_ids=gpus, cpu_fallback=True)  # a local try needs no GPU
         result = evaluate(submission, store=store, executor=executor, config=config, evaluation_image=image,
-                          on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False))
+                          on_case=lambda case, i, n, _: err.print(f"  case {i + 1}/{n} {case} done", markup=False),
+                          log=lambda line: err.print(line, markup=False))
         logs = scratch / "logs" / submission.key
         if args.logs:
             print_logs(logs)

@@ -34,7 +34,7 @@ from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionF
 from runner.evaluation.metrics import UnreadableJson, read_metrics
 from runner.evaluation.provenance import data_key, provenance
 from runner.execution.outputs import OutputLimits, UnsafeOutput, extract_zip
-from runner.execution.sandbox import Executor, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
+from runner.execution.sandbox import Executor, Log, Mount, Outcome, OutputArea, RunAs, RunSpec, SandboxError, last_line
 from runner.tree import download
 from runner.tree.jsonpaths import lookup
 from runner.tree.phase_model import Limits, Phase, nested_paths
@@ -127,11 +127,13 @@ class Run:
 
 def evaluate(submission: Submission, *, store: Store, executor: Executor, config: RunnerConfig,
              evaluation_image: str, evaluation_context: str | None = None,
-             on_case: CaseCallback | None = None, refusal: str | None = None) -> Result:
+             on_case: CaseCallback | None = None, refusal: str | None = None,
+             log: Log = lambda line: None) -> Result:
     """Run one submission and return its result (not yet written, not yet signed); RunnerError if the
     runner, not the submission, failed. `evaluation_context`: the digest of the evaluation image's
     build context, which its provenance records (None: a pinned image). `refusal`: why it must not run
-    (`Store.refusal_at_landing`): its result is failed with that reason, and nothing runs."""
+    (`Store.refusal_at_landing`): its result is failed with that reason, and nothing runs. `log` hears
+    what the runner must tell its operator and no result holds (training checkpoints it could not remove)."""
     phase = store.phase(submission.challenge, submission.phase)
     inputs, truth = config.phase_data(phase)
     data = {"inputs": inputs, "ground-truth": truth}
@@ -141,7 +143,7 @@ def evaluate(submission: Submission, *, store: Store, executor: Executor, config
     created, started = store.submitted_at(submission), _now()
     prefix = f"{WORK_PREFIX}{os.getpid()}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=config.work_dir, ignore_cleanup_errors=True) as tmp:
-        job = Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None))
+        job = Job(submission, phase, executor, config, Path(tmp), on_case or (lambda *a: None), log=log)
         if refusal is None:
             job.run(inputs, truth, evaluation_image)
         else:
@@ -183,9 +185,9 @@ class Job:
     `run_algorithm` are its algorithm's steps alone (what `predict` runs)."""
 
     def __init__(self, submission: Submission, phase: Phase, executor: Executor, config: RunnerConfig,
-                 tmp: Path, on_case: CaseCallback):
+                 tmp: Path, on_case: CaseCallback, *, log: Log = lambda line: None):
         self.submission, self.phase, self.executor, self.config = submission, phase, executor, config
-        self.tmp, self.on_case = tmp, on_case
+        self.tmp, self.on_case, self.log = tmp, on_case, log
         self.predictions = _writable(tmp / "predictions")
         self.cache = config.output_cache()
         self.runs: dict[str, RunRecord] = {}
@@ -256,7 +258,9 @@ class Job:
 
         phase, root = self.phase, self.config.training_dir or self.tmp / "training"
         self._gpus(phase.training.gpus)  # the record says which GPU(s) it trained on
-        folder = training.TrainingFolder(root.joinpath(*self.submission.key.split("/")))
+        # What the runner may not remove of its checkpoints is removed as the user its container runs as.
+        remover = training.Remover(self.executor.remove_as, self.users[image_id].user, self.log)
+        folder = training.TrainingFolder(root.joinpath(*self.submission.key.split("/")), remover)
         job = training.TrainingRun(
             phase=phase, image_ref=self.ref, image_id=image_id, data=self.config.training_data(phase),
             folder=folder, spec=self._spec, run=lambda spec, area: self._contained(spec, area, "training"),

@@ -77,9 +77,10 @@ def run_jobs(submissions: Iterable[Submission], *, store: Store, executor: Execu
              on_done: Callable[[JobReport], None] = lambda report: None,
              on_case: CaseCallback | None = None, log: Log = lambda line: None,
              sweep_dead: bool = True) -> list[JobReport]:
-    """Evaluate each submission in turn and write its result; `log` hears of each retry. First, what
-    dead runners left is removed (unless `sweep_dead` is False: a warm runner sweeps now and then, not
-    per job); after each submission, the output cache is brought within bounds."""
+    """Evaluate each submission in turn and write its result; `log` hears of each retry, and of what the
+    runner could not remove (`evaluate`). First, what dead runners left is removed (unless `sweep_dead` is
+    False: a warm runner sweeps now and then, not per job); after each submission, the output cache is
+    brought within bounds."""
     queue = _Queue(store, executor, config, base, retry, on_case, log)
     if sweep_dead:
         sweep(executor, config, log=log)
@@ -139,7 +140,7 @@ def _attempt(submission: Submission, queue: _Queue, attempt: int) -> Result:
         image, context = queue.built[key]
         result = evaluate(submission, store=queue.store, executor=queue.executor, config=queue.config,
                           evaluation_image=image, evaluation_context=context, on_case=queue.on_case,
-                          refusal=queue.store.refusal_at_landing(submission))
+                          refusal=queue.store.refusal_at_landing(submission), log=queue.log)
     except SandboxError as exc:
         raise RunnerError(str(exc), transient=exc.transient) from None
     result.attempts = attempt

@@ -7,7 +7,8 @@ that outlives the runner process:
   whether it is still training, trained or failed;
 - `checkpoints/`: mounted read-write at the phase's `checkpoint_path`. A runner that dies leaves it
   as it was, and the next one starts the train command again with it, charging the time already
-  spent, so training resumes instead of starting over;
+  spent, so training resumes instead of starting over. Discarded, it is moved aside (`.discarded-*`)
+  and removed (`TrainingFolder.discard_checkpoints`);
 - `model/` and `model.sha256`: the model the training wrote into its size-limited model folder,
   mounted read-only into the predict runs, and its hash, kept for the organizers;
 - `training.log`: every attempt's full log, for the organizers.
@@ -35,11 +36,12 @@ from typing import Literal
 from runner.errors import printable
 from runner.evaluation.failures import ContainerFailed, RunnerError, SubmissionFailure
 from runner.execution.images import tree_hash
-from runner.execution.sandbox import Mount, Outcome, OutputArea, RunSpec, last_line
+from runner.execution.sandbox import Log, Mount, Outcome, OutputArea, RunSpec, SandboxError, last_line
 from runner.tree.phase_model import Phase
 from runner.tree.result_model import RunRecord
 
 STATE = "state.json"
+DISCARDED = ".discarded-"  # checkpoints moved aside to be removed, named by when
 BLOCK = 4096
 MAX_CHECKPOINT_ENTRIES = 100_000
 MAX_CHECKPOINT_DEPTH = 32  # folders in folders: a checkpoint needs a few levels, never PATH_MAX
@@ -70,11 +72,41 @@ class Trained:
     record: RunRecord
 
 
-class TrainingFolder:
-    """The runner's folder for one submission's training (see the module's docstring)."""
+@dataclass(frozen=True)
+class Remover:
+    """How checkpoints the runner's own user may not remove are removed (a folder the container closed,
+    chmod 0500, and what is in it: a runner that is not root may not even enter it): by the executor, as
+    the user the training runs as; and who hears of what even that leaves."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    remove_as: Callable[[Path, str], bool]  # Executor.remove_as
+    # uid:gid, as the submission's training runs (RunAs.user). Checkpoints of an earlier image of the same
+    # submission (a new image starts over) may be another user's: the log then names what stays.
+    user: str
+    log: Log
+
+    def remove(self, aside: Path, refused: OSError) -> None:
+        """What is left of `aside` (the runner's own removal was `refused`) emptied by the executor, then
+        `aside` itself; else one line in the log."""
+        try:
+            if self.remove_as(aside, self.user):
+                aside.rmdir()
+                return
+            why = "it could not empty it"
+        except SandboxError as exc:
+            why = str(exc)
+        except OSError as exc:
+            why = f"{aside.name} itself: {exc.strerror or exc}"
+        self.log(printable(f"training checkpoints left on this runner's disk in {aside}: the runner could not remove "
+                           f"them ({refused.strerror or refused}), nor could a container running as {self.user} "
+                           f"({why}); remove them as root", 1000))
+
+
+class TrainingFolder:
+    """The runner's folder for one submission's training (see the module's docstring). Without a `remover`,
+    what the runner's own user may not remove of its checkpoints stays aside."""
+
+    def __init__(self, root: Path, remover: Remover | None = None):
+        self.root, self.remover = root, remover
         self.checkpoints, self.model, self.log = root / "checkpoints", root / "model", root / "training.log"
 
     def load(self) -> TrainingState | None:
@@ -108,14 +140,17 @@ class TrainingFolder:
         return self.save(TrainingState(image_id=image_id))
 
     def discard_checkpoints(self) -> None:
-        """checkpoints/ moved aside and removed, however the container left it (nested past PATH_MAX,
-        folders it closed): a failed training never keeps the runner's disk."""
-        if not self.checkpoints.exists():
-            return
-        aside = self.root / f".discarded-{time.time_ns()}"
-        self.checkpoints.rename(aside)
-        with contextlib.suppress(OSError):  # what a runner that is not root cannot remove stays aside
-            remove_tree(aside)
+        """checkpoints/ moved aside and removed, with what earlier discards left aside, however the container
+        left them (nested past PATH_MAX, folders it closed): by the runner, what it may not remove by the
+        remover. A failed training never keeps the runner's disk."""
+        if self.checkpoints.exists():
+            self.checkpoints.rename(self.root / f"{DISCARDED}{time.time_ns()}")
+        for aside in sorted(self.root.glob(f"{DISCARDED}*")):
+            try:
+                remove_tree(aside)
+            except OSError as refused:
+                if self.remover is not None:
+                    self.remover.remove(aside, refused)
 
     def scan(self) -> Scan:
         """What checkpoints/ holds now, read while the container may be changing it. Each folder is opened
@@ -246,7 +281,9 @@ def _entered(fd: int, entry: str, name: str, *, depth: int) -> tuple[os.stat_res
 def remove_tree(path: Path) -> None:
     """`path` and everything in it removed, however deep: one folder open at a time, each opened relative
     to its parent and left through `..`, never through a link, so neither PATH_MAX nor the open-file limit
-    nor Python's recursion stops it (shutil.rmtree recurses)."""
+    nor Python's recursion stops it (shutil.rmtree recurses). What it may not remove (a folder it may not
+    enter or empty) it passes over, removing all the rest, and then raises the first refusal."""
+    refused = _FirstRefusal()
     fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     todo: list[list[str]] = [[path.name]]  # per level entered: the folders still to remove there
     entered: list[str] = []
@@ -259,27 +296,51 @@ def remove_tree(path: Path) -> None:
                 up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
                 os.close(fd)
                 fd = up
-                os.rmdir(entered.pop(), dir_fd=fd)
+                refused.tried(os.rmdir, entered.pop(), dir_fd=fd)
                 continue
             name = todo[-1].pop()
-            child = os.open(name, DIRECTORY, dir_fd=fd)
+            try:
+                child = os.open(name, DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                refused.keep(exc)
+                continue
             os.close(fd)
             fd = child
             entered.append(name)
-            todo.append(_unlink_all_but_folders(fd))
+            todo.append(_unlink_all_but_folders(fd, refused))
     finally:
         os.close(fd)
+    if refused.error is not None:
+        raise refused.error
 
 
-def _unlink_all_but_folders(fd: int) -> list[str]:
-    """Remove every entry of the open folder `fd` but its folders (links as links); the folders' names."""
+@dataclass
+class _FirstRefusal:
+    """The first OSError of a removal that goes on past them (the first alone: a million would each take memory)."""
+
+    error: OSError | None = None
+
+    def keep(self, error: OSError) -> None:
+        self.error = self.error or error
+
+    def tried(self, remove: Callable[..., None], name: str, *, dir_fd: int) -> None:
+        """`remove(name, dir_fd=dir_fd)`; its OSError kept, never raised."""
+        try:
+            remove(name, dir_fd=dir_fd)
+        except OSError as exc:
+            self.keep(exc)
+
+
+def _unlink_all_but_folders(fd: int, refused: _FirstRefusal) -> list[str]:
+    """Remove every entry of the open folder `fd` but its folders (links as links); the folders' names.
+    What it may not remove it passes over, keeping the refusal."""
     folders = []
     with os.scandir(fd) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 folders.append(entry.name)
             else:
-                os.unlink(entry.name, dir_fd=fd)
+                refused.tried(os.unlink, entry.name, dir_fd=fd)
     return folders
 
 

@@ -66,6 +66,7 @@ CHECKOUT = "challenge-runner.checkout"  # on runs: the checkout their job was ev
 EMPTY_OUTPUT = "chmod -R u+rwX /output 2>/dev/null; find /output -mindepth 1 -delete; [ -z \"$(ls -A /output)\" ]"
 ARCHIVE_MAX_BYTES = 32 * 1024**3
 MEMORY_INTERVAL_S = 0.05
+REMOVAL_TIMEOUT_S = 300  # a helper emptying a host folder (`remove_as`): a tree of millions of entries
 MAX_IDLE_AREAS = 4  # output areas kept for reuse (a keeper container and a tmpfs each)
 READ_BUFFER = 1024**2  # outputs are read from the keeper in reads this large (tar asks for 10 KiB)
 TAIL_LINES = 50
@@ -128,10 +129,8 @@ class DockerOutputArea:
         is off): the agent waits for requests as long as the keeper lives. Its stdout carries the
         outputs, so it is logged nowhere."""
         keeper = self.client.containers.run(
-            self.keeper_image, ["python3", "-I", "-c", AGENT], entrypoint=[], user=self.user,
-            network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            mem_limit=64 * 1024**2, pids_limit=16, labels=self.labels, detach=True, stdin_open=True,
-            log_config=docker.types.LogConfig(type="none"), volumes={volume.name: {"bind": "/output", "mode": "rw"}})
+            self.keeper_image, ["python3", "-I", "-c", AGENT], user=self.user, labels=self.labels, detach=True,
+            stdin_open=True, volumes={volume.name: {"bind": "/output", "mode": "rw"}}, **_helper_options())
         attached = None
         try:
             api = self.client.api
@@ -526,13 +525,35 @@ class DockerEngine:
                     del self._idle[oldest]
 
     def _new_area(self, size: int, user: str) -> DockerOutputArea:
-        if self.keeper_image is None:
-            raise SandboxError("no keeper image configured for size-limited /output (call ensure_base first)")
+        keeper_image = self._helper_image()
         if not any(self._idle.values()):
             self.remove_orphans()
         with engine_errors("preparing /output"):
-            return DockerOutputArea(self.client, self.keeper_image, size=size, user=user,
+            return DockerOutputArea(self.client, keeper_image, size=size, user=user,
                                     labels={OWNER: self._owner}, drain=self.drain)
+
+    def _helper_image(self) -> str:
+        """The image of the runner's own containers (keepers, removals): the base image once `ensure_base` ran."""
+        if self.keeper_image is None:
+            raise SandboxError("no keeper image configured for the runner's own containers (call ensure_base first)")
+        return self.keeper_image
+
+    # --- host folders a container left ------------------------------------------------------
+
+    def remove_as(self, folder: Path, user: str) -> bool:
+        """EMPTY_OUTPUT, run as `user` in a helper container of the keeper image with `folder` as its /output
+        (the one host path it sees); whether `folder` is empty now. The helper carries this runner's OWNER
+        label: one left by a runner that died meanwhile is swept as its runs are."""
+        with engine_errors(f"emptying {folder}"):
+            helper = self.client.containers.create(
+                self._helper_image(), ["sh", "-c", EMPTY_OUTPUT], user=user, labels={OWNER: self._owner},
+                mounts=[docker.types.Mount("/output", str(folder), type="bind")], **_helper_options())
+            try:
+                helper.start()
+                exit_code: int = helper.wait(timeout=REMOVAL_TIMEOUT_S)["StatusCode"]
+            finally:
+                helper.remove(force=True)
+        return exit_code == 0
 
     # --- clean-up after dead runners ---------------------------------------------------------
 
@@ -678,6 +699,15 @@ class DockerEngine:
 def _clean(path: str) -> str:
     """An absolute container path as the engine reads it (Go's filepath.Clean): one leading slash, no '.' or '..'."""
     return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def _helper_options() -> dict[str, Any]:
+    """How the runner's own containers run (an output area's keeper, a removal): the trusted base image's
+    tools, never a participant's code, yet boxed as a run is (no network, read-only root, no capabilities),
+    with little memory and few processes, and logged nowhere."""
+    return dict(entrypoint=[], network_mode="none", read_only=True, cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], mem_limit=64 * 1024**2, pids_limit=16,
+                log_config=docker.types.LogConfig(type="none"))
 
 
 def _cannot_start(exc: docker.errors.APIError) -> tuple[int, str] | None:

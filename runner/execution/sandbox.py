@@ -215,6 +215,12 @@ class Executor(Protocol):
         """Execute one container to its end (or its time limit) and say how it went."""
         ...
 
+    def remove_as(self, folder: Path, user: str) -> bool:
+        """Empty the host folder `folder` (left in place) as `user` (`uid:gid`, as in `RunAs`), with the
+        executor's own trusted tools: what a container made there and the runner's user may not remove
+        (a folder it closed, chmod 0500, and what is in it). Whether `folder` is empty now."""
+        ...
+
     def remove_labelled(self, job: str) -> int:
         """Remove the runs a dead runner left for `job`; how many there were."""
         ...

@@ -1,6 +1,7 @@
 """Type 3 on the real engine: a training image trained on hidden training data, then run with its
 model; a runner killed mid-training resumes from the checkpoints within the same budget; checkpoints
-past their cap stop the training. (The bookkeeping in detail: test_training_fake.py.)"""
+past their cap stop the training, and what a training closed to the runner goes all the same. (The
+bookkeeping in detail: test_training_fake.py.)"""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import pytest
 
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
-from runner.evaluation.training import TrainingFolder
+from runner.evaluation.training import Remover, TrainingFolder
+from runner.execution.sandbox import Mount, RunAs, RunSpec
 from runner.tree.result_model import Result
 from runner.tree.store import Store
 from tests.evaluation.test_resilience import labelled, wait_until
-from tests.helpers import CHALLENGE, IMAGES, PHASE, edit_yaml, phase_file, write_submission
+from tests.helpers import CHALLENGE, IMAGES, PHASE, as_runner_user, edit_yaml, phase_file, write_submission
 
 pytestmark = pytest.mark.docker
 KEY = f"{CHALLENGE}/{PHASE}/alice/v1"
@@ -142,3 +144,51 @@ def test_checkpoints_nested_past_path_max_stop_the_training_and_go(repo, hidden,
     folder = TrainingFolder(tmp_path / "training" / KEY)
     assert not folder.checkpoints.exists() and not list(folder.root.glob(".discarded-*"))
     assert Store(repo).pending() == []
+
+
+TRAINER = "4343:4343"  # the training container's user: neither root nor the runner's
+CLOSE = """
+import os
+os.makedirs("/ckpt/closed/deeper")
+for name in ("closed/epoch.pt", "closed/deeper/epoch.pt"):
+    with open("/ckpt/" + name, "wb") as out:
+        out.write(b"w" * 1024**2)
+os.chmod("/ckpt/closed/deeper", 0o500)
+os.chmod("/ckpt/closed", 0o000)
+"""
+
+
+def close_checkpoints(engine, image: str, folder: TrainingFolder) -> None:
+    """A training-like container, running as TRAINER, leaves checkpoints in folders it closed."""
+    spec = RunSpec(image=image, command=("python3", "-c", CLOSE), user=RunAs(TRAINER), time_limit=60,
+                   mounts=(Mount(folder.checkpoints, "/ckpt", read_only=False),))
+    outcome = engine.run(spec)
+    assert outcome.ok, outcome.stderr_tail
+
+
+def test_what_a_training_closed_to_the_runner_is_removed_as_its_user(engine, base_image, runner_home):
+    """A runner that is not root (this one acts as RUNNER_UID while it handles the folder) may not enter a
+    folder the training's container closed: a container of the base image running as the training's user
+    empties it, when the checkpoints are discarded and, for what a runner before this change left aside,
+    at the next reset. Before, such a folder stayed on the runner's disk for good, however large."""
+    lines: list[str] = []
+    helped: list[str] = []
+
+    def remove_as(aside: Path, user: str) -> bool:
+        helped.append(aside.name)
+        return engine.remove_as(aside, user)
+
+    folder = TrainingFolder(runner_home / "training", Remover(remove_as, TRAINER, lines.append))
+    with as_runner_user():
+        folder.reset("sha256:1")
+    close_checkpoints(engine, base_image, folder)
+    folder.checkpoints.rename(folder.root / ".discarded-1")  # what a runner before this change left aside
+    with as_runner_user():
+        folder.reset("sha256:1")
+        after_reset = sorted(p.name for p in folder.root.iterdir())
+    close_checkpoints(engine, base_image, folder)
+    with as_runner_user():
+        folder.discard_checkpoints()  # a failed training's
+    assert after_reset == ["checkpoints", "state.json"]
+    assert sorted(p.name for p in folder.root.iterdir()) == ["state.json"] and lines == []
+    assert helped[0] == ".discarded-1" and len(helped) == 2  # the runner alone could remove neither

@@ -4,6 +4,7 @@ The real engine (and a runner killed mid-training) is in test_training.py."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -12,15 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from runner.evaluation import training
 from runner.evaluation.job import RunnerConfig
 from runner.evaluation.queue import run_jobs
-from runner.evaluation.training import BLOCK, MAX_CHECKPOINT_DEPTH, TrainingFolder, TrainingState
+from runner.evaluation.training import BLOCK, MAX_CHECKPOINT_DEPTH, Remover, TrainingFolder, TrainingState
 from runner.execution.images import tree_hash
+from runner.execution.sandbox import RunAs, SandboxError
 from runner.tree.store import Store
 from tests.evaluation import test_job_fake
 from tests.evaluation.test_job_fake import ALGORITHM, KEY, edit_phase, evaluate_all, result_of, submit
 from tests.fake_executor import Behaviour, FakeExecutor
-from tests.helpers import CHALLENGE, PHASE, write_submission
+from tests.helpers import CHALLENGE, PHASE, as_runner_user, write_submission
 
 TRAINING = "/opt/ml/input/data/training"
 MODEL, CHECKPOINTS = "/opt/ml/model", "/opt/ml/checkpoints"
@@ -165,6 +168,32 @@ def test_checkpoints_past_their_cap_stop_the_training(training_phase, fake, conf
     assert result.status == "failed" and "checkpoints exceeded" in (result.error or "")
 
 
+def test_a_job_asks_the_executor_as_its_images_user_and_logs_what_even_that_leaves(training_phase, fake, config,
+                                                                                  monkeypatch):
+    """The job's part: checkpoints past their cap that its runner may not remove (played here: the runner's
+    own removal refused) go to the executor as the user the image runs as, and what even that leaves is
+    one line of the queue's log; the result is the training's failure alone."""
+    training_phase.joinpath("challenges", CHALLENGE, "phases", f"{PHASE}.yml").open("a").write(
+        "checkpoint_max_size: 1024\n")
+
+    def hoard(mounts: Mapping[str, Path], model: Path) -> None:
+        (mounts[CHECKPOINTS] / "big.bin").write_bytes(b"x" * 4096)
+
+    def refused(path: Path) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+    fake.users[fake.image_id(submit(training_phase, fake, Behaviour(write=hoard)))] = RunAs("1000:1000")
+    monkeypatch.setattr(training, "remove_tree", refused)
+    fake.fail("remove_as", SandboxError("emptying it: the engine did not answer", transient=True))
+    lines: list[str] = []
+    evaluate_all(training_phase, fake, config, log=lines.append)
+    assert "checkpoints exceeded" in (result_of(training_phase).error or "")
+    [aside] = folder_of(config).root.glob(".discarded-*")
+    assert lines == [f"training checkpoints left on this runner's disk in {aside}: the runner could not remove them "
+                     "(Permission denied), nor could a container running as 1000:1000 (emptying it: the engine did not "
+                     "answer); remove them as root"]
+
+
 def test_a_failed_training_asked_to_run_again_starts_over(training_phase, fake, config):
     submit(training_phase, fake, Behaviour(exit_code=1, stderr="boom\n"), Behaviour(write=fit),
            Behaviour(write=predict))
@@ -217,6 +246,57 @@ def test_a_fresh_start_moves_checkpoints_the_runner_cannot_delete_aside(tmp_path
     assert list(folder.checkpoints.iterdir()) == [] and folder.load() == TrainingState(image_id="sha256:2")
     scan = folder.scan()
     assert (scan.bytes, scan.entries, scan.unreadable) == (0, 0, None)
+
+
+def closed_checkpoints(folder: TrainingFolder) -> None:
+    """What a training may leave: checkpoints, alone and in folders, and a folder it closed (chmod 0500)
+    with another in it. The runner goes on past the closed one, whichever it meets first."""
+    (folder.checkpoints / "epoch-1.pt").write_bytes(b"w" * 1000)
+    for i in range(8):
+        (folder.checkpoints / f"run-{i}").mkdir()
+        (folder.checkpoints / f"run-{i}" / "epoch-1.pt").write_bytes(b"w" * 1000)
+    closed = folder.checkpoints / "closed"
+    closed.mkdir()
+    (closed / "epoch-2.pt").write_bytes(b"w" * 1000)
+    closed.chmod(0o500)
+
+
+def test_what_the_runner_may_not_remove_alone_is_removed_as_the_trainings_user(runner_home, fake):
+    """The runner, not root, removes what it may, and asks the executor (as the training's user) for the
+    closed folder alone: here the fake, acting as the runner's user, which made it. Before, a runner that
+    is not root left such a folder on its disk for good."""
+    lines: list[str] = []
+    folder = TrainingFolder(runner_home / "t", Remover(fake.remove_as, "1000:1000", lines.append))
+    with as_runner_user():
+        folder.reset("sha256:1")
+        (folder.checkpoints / "epoch-1.pt").write_bytes(b"w")
+        folder.discard_checkpoints()
+        assert fake.emptied == []  # nothing the runner could not remove: no helper
+        folder.reset("sha256:1")
+        closed_checkpoints(folder)
+        folder.discard_checkpoints()
+        left = sorted(p.name for p in folder.root.iterdir())
+    [(aside, user, found)] = fake.emptied
+    assert aside.name.startswith(".discarded-") and (user, found) == ("1000:1000", ["closed", "closed/epoch-2.pt"])
+    assert left == ["state.json"] and lines == []
+
+
+def test_what_even_the_executor_cannot_remove_is_said_in_a_line_and_removed_at_the_next_reset(runner_home, fake):
+    lines: list[str] = []
+    folder = TrainingFolder(runner_home / "t", Remover(fake.remove_as, "1000:1000", lines.append))
+    fake.fail("remove_as", SandboxError("emptying it: the engine did not answer", transient=True))
+    with as_runner_user():
+        folder.reset("sha256:1")
+        closed_checkpoints(folder)
+        folder.discard_checkpoints()  # a failed training's: it raises nothing
+        [aside] = folder.root.glob(".discarded-*")
+        folder.reset("sha256:1")  # asked to run again
+        left = sorted(p.name for p in folder.root.iterdir())
+    assert lines == [f"training checkpoints left on this runner's disk in {aside}: the runner could not remove them "
+                     "(Permission denied), nor could a container running as 1000:1000 (emptying it: the engine did not "
+                     "answer); remove them as root"]
+    assert left == ["checkpoints", "state.json"]
+    assert [found for *_, found in fake.emptied] == [["closed", "closed/epoch-2.pt"]]
 
 
 def nested(top: Path, depth: int, name: str = "d" * 100) -> Path:

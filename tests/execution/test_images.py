@@ -69,6 +69,7 @@ def test_unreachable_engine_is_a_transient_sandbox_error(tmp_path):
     for call in (lambda: engine.image_id("ghcr.io/a/b@sha256:" + "a" * 64),
                  lambda: engine.run(RunSpec(image="sha256:" + "a" * 64)),
                  lambda: engine.remove_labelled("c/p/alice/v1"),
+                 lambda: engine.remove_as(tmp_path, "1000:1000"),
                  lambda: engine.build(folder(tmp_path, "ctx", {"Dockerfile": b"FROM x\n"}), name="n", base=None)):
         with pytest.raises(SandboxError) as caught:
             call()
