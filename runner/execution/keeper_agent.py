@@ -21,6 +21,7 @@ stream; each answer ends with one `e` frame (empty when it went well, else why t
 from __future__ import annotations  # annotations stay unevaluated: the names below need not exist at run time
 
 import errno
+import fcntl
 import os
 import stat
 import sys
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 ROOT = "/output"
 CHUNK = 1024 * 1024
+# Linux's ioctls of a file's inode flags (chattr), as 64-bit kernels number them (_IOR/_IOW('f', 1/2, long)).
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
+OWNERS_FLAGS = 0x8 | 0x40 | 0x80 | 0x10000  # what an owner may set without a capability: sync, nodump, noatime, dirsync
 BLOCK = tarfile.BLOCKSIZE
 # What a participant can leave that cannot be read or removed: a path past the kernel's limit, a loop
 # of links, a permission the keeper cannot give back, folders nested past the keeper's open files, a
@@ -141,17 +145,38 @@ def empty(out: BinaryIO, root: str) -> None:
 
 
 def reset(root: str) -> None:
-    """`root` as its volume was made: mode 0700, no extended attribute a run may set, its times now. A
-    default ACL left there would take the next run's permissions on the folders it makes; user.*
-    attributes would pass data to it outside the area's size, held in kernel memory while the area waits
-    in its pool. An attribute the keeper may not remove refuses the empty: the area is then replaced."""
+    """`root` as its volume was made: mode 0700, the keeper's group, no inode flag or extended attribute a run
+    may set, its times now: what a run leaves on /output itself would reach the next one given the area. A
+    default ACL would take its permissions on the folders it makes; user.* attributes would pass it data
+    outside the area's size, held in kernel memory while the area waits in its pool; the group and flags
+    (chattr +d +A) a few bits. An attribute the keeper may not remove refuses the empty: the area is then
+    replaced."""
     os.chmod(root, stat.S_IRWXU)  # first: a folder's user.* attributes are removed only with write permission
+    os.chown(root, -1, os.getgid())  # a run may give it another group of its own (the hidden data's)
+    clear_flags(root)
     for name in settable(root):  # the ACLs too: system.posix_acl_access and system.posix_acl_default
         os.removexattr(root, name)
     left = settable(root)
     if left:
         raise OSError(errno.EPERM, "attributes left that the keeper may not remove: " + ", ".join(left)[:200], root)
     os.utime(root)
+
+
+def clear_flags(path: str) -> None:
+    """The inode flags (chattr) a folder's owner may set cleared, where the file system has them (tmpfs since
+    Linux 6.0: nodump and noatime); immutable and append-only need a capability no run has."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        found = bytearray(8)
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, found)
+        flags = int.from_bytes(found[:4], sys.byteorder)
+        if flags & OWNERS_FLAGS:  # the others are the file system's own (ext4's extents): left as they are
+            fcntl.ioctl(fd, FS_IOC_SETFLAGS, (flags & ~OWNERS_FLAGS).to_bytes(4, sys.byteorder) + bytes(4))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTTY, errno.EOPNOTSUPP, errno.EINVAL):  # no flags on this file system
+            raise
+    finally:
+        os.close(fd)
 
 
 def settable(path: str) -> list[str]:

@@ -5,6 +5,7 @@ pair that frames its stdout as the engine does; test_jam runs it inside real kee
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -207,9 +208,38 @@ def test_empty_takes_off_what_a_run_left_on_output_itself(channel):
     os.setxattr(root, "system.posix_acl_default", NO_PERMISSION)
     os.setxattr(root, "user.note", b"for the next run")
     os.utime(root, (4_000_000_000, 1))
+    os.chown(root, -1, os.getgid() + 1)  # a group of its own the run gave it
+    flagged = set_flags(root, NODUMP | NOATIME)  # chattr +d +A, where this file system keeps flags
     assert chan.ask("empty").finish() == ""
     assert os.listxattr(root) == [] and stat.S_IMODE(root.stat().st_mode) == 0o700
     assert abs(time.time() - root.stat().st_mtime) < 60 and abs(time.time() - root.stat().st_atime) < 60
+    assert root.stat().st_gid == os.getgid()
+    assert not flagged or flags_of(root) & (NODUMP | NOATIME) == 0
+
+
+NODUMP, NOATIME = 0x40, 0x80  # FS_NODUMP_FL, FS_NOATIME_FL
+
+
+def flags_of(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        found = bytearray(8)
+        fcntl.ioctl(fd, keeper_agent.FS_IOC_GETFLAGS, found)
+        return int.from_bytes(found[:4], "little")
+    finally:
+        os.close(fd)
+
+
+def set_flags(path: Path, flags: int) -> bool:
+    """Whether the flags could be set here (tmpfs keeps them from Linux 6.0)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, keeper_agent.FS_IOC_SETFLAGS, (flags_of(path) | flags).to_bytes(4, "little") + bytes(4))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def stays(path, name):  # removed without a word, yet still there
