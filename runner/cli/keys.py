@@ -15,7 +15,17 @@ import socket
 from pathlib import Path
 
 from runner.settings import STATE_ENV, Settings, variable
-from runner.tree.records import LOGS, SEALED, Keys, log_readers, logs_path, recipients, sealed_path, write_atomic
+from runner.tree.records import (
+    LOGS,
+    SEALED,
+    Keys,
+    log_readers,
+    logs_path,
+    padded,
+    recipients,
+    sealed_path,
+    write_atomic,
+)
 from runner.tree.sealing import identities, new_identity, read_identity_file, seal, unseal
 from runner.tree.signing import (
     MAX_SIGNERS_BYTES,
@@ -207,12 +217,12 @@ def cmd_reseal(args: argparse.Namespace) -> int:
         challenge = store.challenge(slug)
         readers = recipients(challenge, store.keys, publish=True)
         for path in sorted(store.base.glob(f"{slug}/results/*/*/*{SEALED}")):
-            write_atomic(path, seal(unseal(path.read_bytes(), mine, where=str(path)), readers))
+            write_atomic(path, seal(padded(unseal(path.read_bytes(), mine, where=str(path))), readers))
             count += 1
         for path in sorted(store.base.glob(f"{slug}/results/*/*/*{LOGS}")):
             participant = path.parent.name
             logs = unseal(path.read_bytes(), mine, where=str(path))
-            write_atomic(path, seal(logs, log_readers(challenge, store.keys, store.logins(slug, participant))))
+            write_atomic(path, seal(padded(logs), log_readers(challenge, store.keys, store.logins(slug, participant))))
             count += 1
     out.print(f"{count} sealed file(s) sealed again to their readers now in challenge.yml")
     return 0

@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from runner.tree.gitfiles import added
+from runner.tree.gitfiles import Added, added, added_all
 from runner.tree.loading import load_approvals, load_challenge, load_phase, load_submission
 from runner.tree.located import ModelError
 from runner.tree.model import Challenge
@@ -143,10 +143,17 @@ class Store:
 
     def submitted_at(self, submission: Submission) -> dt.datetime:
         """When the submission landed: its first commit, or the file's time outside git."""
-        found = added(self.root, str(submission.path.relative_to(self.root)))
-        if found is not None:
-            return found.at
-        return dt.datetime.fromtimestamp(submission.path.stat().st_mtime, dt.UTC)
+        return _landed(submission.path, added(self.root, str(submission.path.relative_to(self.root))))
+
+    def landed(self, submissions: list[Submission]) -> dict[str, dt.datetime]:
+        """`submitted_at` of several submissions of one participant in one phase, by id, from one walk of git's
+        history (a `git log` each made judging N pending submissions N² of them)."""
+        if not submissions:
+            return {}
+        first = submissions[0]
+        folder = self.paths.submissions(first.challenge) / first.phase / first.participant
+        found = added_all(self.root, f"{glob.escape(str(folder.relative_to(self.root)))}/*.yml")
+        return {s.id: _landed(s.path, found.get(str(s.path.relative_to(self.root)))) for s in submissions}
 
     def pending(self, slug: str | None = None, *, phase: str | None = None,
                 participant: str | None = None) -> list[Submission]:
@@ -197,12 +204,14 @@ class Store:
         done = self.result(submission)
         if done is not None and not refused(done):
             return None
-        landed = self.submitted_at(submission).replace(microsecond=0)
-        place, who = (landed, submission.id), submission.participant
+        who = submission.participant
+        others = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=who) if s.id != submission.id]
+        times = {i: when.replace(microsecond=0) for i, when in self.landed([submission, *others]).items()}
+        landed = times[submission.id]
+        place = (landed, submission.id)
         before = [r for r in self.results(phase.challenge, phase.slug, participant=who)
                   if r.submission != submission.id and (parse_time(r.created_at), r.submission) < place]
-        waiting = [s for s in self.pending(phase.challenge, phase=phase.slug, participant=who)
-                   if s.id != submission.id and (self.submitted_at(s).replace(microsecond=0), s.id) < place]
+        waiting = [s for s in others if (times[s.id], s.id) < place]
         stands = allowance(phase, before, pending=len(waiting), now=landed)
         if stands.left != 0:
             return None
@@ -391,3 +400,8 @@ def _cached_challenge(path: Path, _mtime: float) -> Challenge:
 @cache
 def _cached_phase(path: Path, slug: str, _mtime: float) -> Phase:
     return load_phase(path, slug)
+
+
+def _landed(path: Path, found: Added | None) -> dt.datetime:
+    """When a file landed: the commit that added it, or its time outside git."""
+    return found.at if found is not None else dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
