@@ -314,9 +314,12 @@ def _window(phase: Phase, now: dt.datetime) -> list[str]:
 
 
 def _parent(store: Store, phase: Phase, participant: str) -> list[str]:
+    """A succeeded result in the parent phase: the participant's, or for a team one of its members' own (who
+    must submit as the team once in it, as `_identity` says)."""
     if not phase.parent:
         return []
-    if any(r.participant == participant and r.status == "succeeded"
+    members = load_teams(store.paths.teams_file(phase.challenge)).get(participant, frozenset())
+    if any((r.participant == participant or r.participant.lower() in members) and r.status == "succeeded"
            for r in store.results(phase.challenge, phase.parent)):
         return []
     parent = store.phase(phase.challenge, phase.parent)

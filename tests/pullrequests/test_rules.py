@@ -152,6 +152,18 @@ def test_a_team_member_submits_as_the_team_alone(github, tree):
         "submissions/<phase>/vision-lab/, which shares one limit")
 
 
+def test_a_team_whose_member_passed_the_parent_phase_on_their_own_may_go_on(github, tree):
+    """A member submits as the team alone once in it: the result they made on their own before still counts."""
+    child = phase_file(tree, "final-round")
+    child.write_text(phase_file(tree).read_text())
+    edit_yaml(child, title="Final round", parent=PHASE)
+    write_result(tree, "alice", "v1")
+    (tree / "challenges" / CHALLENGE / "teams.yml").write_text("vision-lab:\n  - Alice\n  - carol\n")
+    outcome, _ = judge(github, tree, {sub("vision-lab", phase="final-round"): text(phase="final-round")},
+                       author="carol")
+    assert outcome.verdict.ok
+
+
 def test_registration_is_required_when_the_challenge_says_so(github, tree):
     edit_yaml(tree / "challenges" / CHALLENGE / "challenge.yml", registration="required")
     line = refused(github, tree, {sub(): text()})
