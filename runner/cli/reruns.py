@@ -14,7 +14,7 @@ from rich.markup import escape
 from runner.errors import ChallengeError
 from runner.evaluation import reruns
 from runner.evaluation.archives import preserve_image
-from runner.evaluation.job import private_registry
+from runner.evaluation.job import pull_refusal
 from runner.evaluation.reruns import Carried, Choice, Standing
 from runner.execution.sandbox import Executor
 from runner.ranking.leaderboard import phase_leaderboard
@@ -22,7 +22,6 @@ from runner.settings import add_options
 from runner.tree.located import ModelError
 from runner.tree.phase_model import Phase
 from runner.tree.policy import visibility
-from runner.tree.references import image_refusal
 from runner.tree.result_model import Result
 from runner.tree.store import Store
 from runner.tree.submission_model import Submission
@@ -146,8 +145,7 @@ def preserve(store: Store, phase: Phase, *, executor: Executor, folder: Path, al
         task = progress.add_task("preserving", total=len(refs))
         for ref in refs:
             try:
-                if why := (image_refusal(ref, allowed=phase.allowed_registries, allow_local=allow_local)
-                           or private_registry(ref, phase.allowed_registries, allow_local)):
+                if why := pull_refusal(ref, allowed=phase.allowed_registries, allow_local=allow_local):
                     raise ChallengeError(why)
                 saved = preserve_image(ref, executor=executor, folder=folder)
                 line = f"[green]saved[/] {escape(ref)}" if saved else f"[dim]kept[/] {escape(ref)} (saved before)"

@@ -286,8 +286,8 @@ class Job:
                                               folder=folder, keys=self.config.runner_keys,
                                               allow_local=self.config.allow_local_images,
                                               max_bytes=self.config.archive_max_bytes, pace=self.config.download_pace)
-        ref, allowed, local = self.submission.image or "", self.phase.allowed_registries, self.config.allow_local_images
-        if why := image_refusal(ref, allowed=allowed, allow_local=local) or private_registry(ref, allowed, local):
+        ref = self.submission.image or ""
+        if why := pull_refusal(ref, allowed=self.phase.allowed_registries, allow_local=self.config.allow_local_images):
             raise SubmissionFailure(f"Algorithm image {ref}: {why}")
         try:
             return ref, self._image_id(ref, "Algorithm image could not be used")
@@ -564,11 +564,14 @@ def _measured(outcome: Outcome, run: Run) -> dict[str, Any]:
     return measured
 
 
-def private_registry(ref: str, allowed: tuple[str, ...], allow_local: bool) -> str | None:
-    """Why the runner must not pull `ref`: its registry is an address of the runner's own networks (private,
-    loopback, link-local), which the engine would call from inside them, its answer coming back in the failure
-    line; unless the phase names that registry or the run is local. A name the runner cannot look up is left
-    to the pull to report."""
+def pull_refusal(ref: str, *, allowed: tuple[str, ...], allow_local: bool) -> str | None:
+    """Why the runner must not pull `ref` in a phase that accepts the registries `allowed`, or None: the
+    reference's rules (`image_refusal`), then its registry's address. An address of the runner's own networks
+    (private, loopback, link-local) is refused unless the phase names that registry or the run is local: the
+    engine would call it from inside them, its answer coming back in the failure line. A name the runner
+    cannot look up is left to the pull to report."""
+    if why := image_refusal(ref, allowed=allowed, allow_local=allow_local):
+        return why
     registry = registry_of(ref)
     if allow_local or registry is None or registry in allowed:
         return None

@@ -11,14 +11,15 @@ import pytest
 import yaml
 
 from runner.cli import main
-from runner.cli.reruns import carry
+from runner.cli.reruns import carry, preserve
 from runner.evaluation.archives import preserved_archive
 from runner.evaluation.reruns import Choice, RerunError
 from runner.tree.records import Keys
 from runner.tree.sealing import identities, new_identity
 from runner.tree.store import Store
 from tests.evaluation.test_challenges_examples import submit_example
-from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file
+from tests.fake_executor import FakeExecutor
+from tests.helpers import CHALLENGE, PHASE, add_result, edit_yaml, phase_file, write_result, write_submission
 
 TARGET = "new-scanner"
 
@@ -174,3 +175,20 @@ def test_the_living_benchmark_runs_for_real_and_resumes(repo, engine, base_image
     assert "nothing to evaluate" in printed.out
     assert printed.err.count("kept") == 3  # two submission files, one archive
     assert {p: p.stat().st_mtime_ns for p in (results / TARGET).glob("*/*.json")} == stamps
+
+
+def test_preserve_saves_succeeded_results_images_and_pulls_none_on_the_runners_networks(repo, tmp_path):
+    """Checked as the queue checks an image before it pulls one: a registry on the runner's own networks is
+    refused, never pulled, and a failed result's image is not what a rerun carries."""
+    fake = FakeExecutor()
+    images = {"alice": "ghcr.io/alice/algo@sha256:" + "a" * 64, "bob": "169.254.169.254/probe@sha256:" + "b" * 64,
+              "carol": "ghcr.io/carol/algo@sha256:" + "c" * 64}
+    for participant, image in images.items():
+        fake.add_image(image)
+        write_submission(repo, participant, "v1", image)
+        write_result(repo, participant, "v1", status="failed" if participant == "carol" else "succeeded")
+    store = Store(repo)
+    folder = tmp_path / "preserved"
+    assert preserve(store, store.phase(CHALLENGE, PHASE), executor=fake, folder=folder) == 1  # bob's refused
+    assert {p: preserved_archive(folder, image).is_file() for p, image in images.items()} == {
+        "alice": True, "bob": False, "carol": False}
